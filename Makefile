@@ -1,0 +1,53 @@
+# SkillClassics developer commands. `make run` and `make test` set everything up on first use.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+PY := $(BIN)/python
+STAMP := $(VENV)/.installed
+
+.DEFAULT_GOAL := help
+.PHONY: help setup protos check-protos migrate run test test-postgres lint format bench clean
+
+help: ## list the commands
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml libs/protos/pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ./libs/protos -e ".[dev]"
+	@touch $(STAMP)
+
+setup: $(STAMP) ## create the virtual environment and install everything (done automatically)
+
+protos: $(STAMP) ## regenerate the Python and mypy stubs from protos/
+	$(PY) tools/gen_protos.py
+
+check-protos: $(STAMP) ## fail if the committed stubs differ from what the protos generate
+	$(PY) tools/check_protos.py
+
+migrate: $(STAMP) ## apply the database migrations (DATABASE_URL, default: SQLite under ./data)
+	$(PY) -m libs.persistence.migrate
+
+run: $(STAMP) ## start the whole stack on localhost with SQLite (Ctrl-C stops it)
+	$(PY) -m libs.launcher
+
+test: $(STAMP) ## run the whole test suite (PostgreSQL tests skip, saying so, when no server is reachable)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP) ## ruff, mypy, import layering and buf lint
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+	cd protos && ../$(BIN)/buf lint
+
+format: $(STAMP) ## apply ruff's fixes and formatting
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+bench: $(STAMP) ## print the benchmark figures
+	$(PY) -m benchmarks
+
+clean: ## remove the virtual environment and local data
+	rm -rf $(VENV) data .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,78 @@
+"""The platform's tables, one metadata for the whole shared store; each area's tables are prefixed.
+
+Migrations in ``migrations/versions`` create exactly this schema; a test compares the two.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Column,
+    ForeignKey,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+)
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(column_0_label)s",
+        "uq": "uq_%(table_name)s_%(column_0_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+# -- fairness --------------------------------------------------------------------------------------------
+
+fairness_commitments = Table(
+    "fairness_commitments",
+    metadata,
+    Column("match_id", String(128), primary_key=True),
+    Column("commitment", String(64), nullable=False),
+    # The server seed, encrypted (AES-256-GCM) so that a database dump reveals no future draw.
+    Column("seed_ciphertext", LargeBinary, nullable=False),
+    Column("seed_nonce", LargeBinary, nullable=False),
+    Column("seed_key_id", String(16), nullable=False),
+    Column("idempotency_key", String(128), nullable=False),
+    # open -> drawing (first draw) -> finished
+    Column("state", String(16), nullable=False),
+    Column("committed_at_ms", BigInteger, nullable=False),
+    Column("finished_at_ms", BigInteger, nullable=True),
+)
+
+fairness_client_seeds = Table(
+    "fairness_client_seeds",
+    metadata,
+    Column(
+        "match_id",
+        String(128),
+        ForeignKey("fairness_commitments.match_id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("seat", BigInteger, primary_key=True, autoincrement=False),
+    Column("seed", LargeBinary, nullable=False),
+    Column("added_at_ms", BigInteger, nullable=False),
+)
+
+fairness_draws = Table(
+    "fairness_draws",
+    metadata,
+    Column(
+        "match_id",
+        String(128),
+        ForeignKey("fairness_commitments.match_id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("stream", String(64), primary_key=True),
+    Column("draw_index", BigInteger, primary_key=True, autoincrement=False),
+    Column("kind", String(16), nullable=False),
+    Column("count", Integer, nullable=False),
+    Column("bound", BigInteger, nullable=False),
+    Column("draw_values", JSON, nullable=False),
+    Column("issued_at_ms", BigInteger, nullable=False),
+)

@@ -1,0 +1,156 @@
+"""Service configuration, read only from environment variables, with safe local defaults.
+
+Every service reads the same variables (each process has its own environment, so in Kubernetes a pod
+sets them for its one service):
+
+=========================  ==================================================  ============================
+variable                   meaning                                             default
+=========================  ==================================================  ============================
+``SKILLCLASSICS_ENV``      ``development`` or ``production``                   ``development``
+``GRPC_HOST``              address the gRPC server binds                       ``127.0.0.1``
+``GRPC_PORT``              gRPC port (0 picks a free one)                      the service's fixed port
+``METRICS_PORT``           Prometheus ``/metrics`` HTTP port (-1: off)         the service's fixed port
+``DATA_DIR``               folder for local data (SQLite files, dev keys)      ``./data``
+``DATABASE_URL``           SQLAlchemy async URL                                SQLite file in ``DATA_DIR``
+``LOG_LEVEL``              ``debug``, ``info``, ``warning``, ``error``         ``info``
+``LOG_FORMAT``             ``json``, ``console`` or ``auto`` (JSON unless tty)  ``auto``
+``SHUTDOWN_GRACE_SECONDS`` how long in-flight calls may finish on SIGTERM      ``10``
+``MIGRATE_ON_START``       apply database migrations when the service starts   ``true``
+=========================  ==================================================  ============================
+
+In production nothing that matters may fall back silently: ``DATABASE_URL`` must be set, and services
+ask for their secrets with :func:`require_secret`. A bad value fails at start with :class:`ConfigError`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from libs.runtime.ports import DEFAULT_PORTS
+
+LogFormat = Literal["json", "console", "auto"]
+Environment = Literal["development", "production"]
+_LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+class ConfigError(ValueError):
+    """A configuration variable is missing or malformed; the message names it."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceConfig:
+    """Everything the runtime needs to start one service."""
+
+    service: str
+    """The service's name, e.g. ``fairness``."""
+    environment: Environment
+    grpc_host: str
+    grpc_port: int
+    """The gRPC port; 0 asks the OS for a free one (tests)."""
+    metrics_port: int | None
+    """The Prometheus HTTP port; ``None`` when metrics are off."""
+    data_dir: Path
+    database_url: str
+    log_level: str
+    log_format: LogFormat
+    shutdown_grace_seconds: float
+    migrate_on_start: bool
+
+    @property
+    def is_production(self) -> bool:
+        return self.environment == "production"
+
+    @classmethod
+    def from_env(cls, service: str, environ: Mapping[str, str] | None = None) -> ServiceConfig:
+        """Read the configuration of ``service`` from ``environ`` (default: the process environment)."""
+        env = os.environ if environ is None else environ
+        ports = DEFAULT_PORTS.get(service)
+        environment = _choice(env, "SKILLCLASSICS_ENV", ("development", "production"), "development")
+        data_dir = Path(env.get("DATA_DIR", "data"))
+        database_url = env.get("DATABASE_URL", "")
+        if not database_url:
+            if environment == "production":
+                raise ConfigError("DATABASE_URL must be set in production")
+            database_url = sqlite_url(data_dir / f"{service}.db")
+        metrics_port = _int(env, "METRICS_PORT", ports.metrics if ports else -1, minimum=-1)
+        return cls(
+            service=service,
+            environment=environment,  # type: ignore[arg-type]
+            grpc_host=env.get("GRPC_HOST", "127.0.0.1"),
+            grpc_port=_int(env, "GRPC_PORT", ports.grpc if ports else 0, minimum=0),
+            metrics_port=None if metrics_port < 0 else metrics_port,
+            data_dir=data_dir,
+            database_url=database_url,
+            log_level=_choice(env, "LOG_LEVEL", _LOG_LEVELS, "info"),
+            log_format=_choice(env, "LOG_FORMAT", ("json", "console", "auto"), "auto"),  # type: ignore[arg-type]
+            shutdown_grace_seconds=_float(env, "SHUTDOWN_GRACE_SECONDS", 10.0),
+            migrate_on_start=_bool(env, "MIGRATE_ON_START", True),
+        )
+
+
+def sqlite_url(path: Path) -> str:
+    """The SQLAlchemy async URL of a SQLite file."""
+    return f"sqlite+aiosqlite:///{path}"
+
+
+def env_int(env: Mapping[str, str], name: str, default: int, *, minimum: int = 0) -> int:
+    """An integer variable; a malformed or too small value is a :class:`ConfigError`."""
+    return _int(env, name, default, minimum=minimum)
+
+
+def require_secret(env: Mapping[str, str], name: str) -> str | None:
+    """A secret from the environment, or ``None`` when it is unset (callers decide the dev fallback)."""
+    value = env.get(name, "").strip()
+    return value or None
+
+
+def _int(env: Mapping[str, str], name: str, default: int, *, minimum: int) -> int:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be an integer, got {raw!r}") from None
+    if value < minimum:
+        raise ConfigError(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+def _float(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a number, got {raw!r}") from None
+    if value < 0:
+        raise ConfigError(f"{name} must not be negative, got {value}")
+    return value
+
+
+def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    lowered = raw.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"{name} must be true or false, got {raw!r}")
+
+
+def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...], default: str) -> str:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    lowered = raw.strip().lower()
+    if lowered not in choices:
+        raise ConfigError(f"{name} must be one of {', '.join(choices)}, got {raw!r}")
+    return lowered

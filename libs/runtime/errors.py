@@ -1,0 +1,69 @@
+"""Errors a service raises to refuse a request, each carrying its gRPC status code and a readable reason.
+
+The runtime's interceptor is the one place that turns them into gRPC statuses; any other exception is
+logged and returned as INTERNAL without leaking state.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import grpc
+
+
+class ServiceError(Exception):
+    """A request the service refuses, with a reason a person can read."""
+
+    code: ClassVar[grpc.StatusCode] = grpc.StatusCode.UNKNOWN
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class InvalidArgument(ServiceError):
+    """The request is malformed: a field is missing, out of range or badly formed."""
+
+    code = grpc.StatusCode.INVALID_ARGUMENT
+
+
+class NotFound(ServiceError):
+    """The request names something that does not exist."""
+
+    code = grpc.StatusCode.NOT_FOUND
+
+
+class AlreadyExists(ServiceError):
+    """The request would create something that exists already."""
+
+    code = grpc.StatusCode.ALREADY_EXISTS
+
+
+class FailedPrecondition(ServiceError):
+    """The request is well formed but not allowed in the current state (an illegal or late action)."""
+
+    code = grpc.StatusCode.FAILED_PRECONDITION
+
+
+class PermissionDenied(ServiceError):
+    """The caller may not do this (acting for another seat)."""
+
+    code = grpc.StatusCode.PERMISSION_DENIED
+
+
+class Unauthenticated(ServiceError):
+    """The caller did not prove who they are."""
+
+    code = grpc.StatusCode.UNAUTHENTICATED
+
+
+class ResourceExhausted(ServiceError):
+    """A limit was reached (rate, size, capacity); the caller may retry later."""
+
+    code = grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
+class Unavailable(ServiceError):
+    """A dependency is down or the service is draining; the caller may retry."""
+
+    code = grpc.StatusCode.UNAVAILABLE

@@ -1,0 +1,155 @@
+"""The server interceptor every service runs behind: request ids, logs, metrics and error mapping.
+
+This is the one place where a :class:`~libs.runtime.errors.ServiceError` becomes a gRPC status. Any
+other exception is logged with its traceback and answered with INTERNAL and the request id, never with
+the exception's text (which could leak state).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import grpc
+import structlog
+
+from libs.runtime.errors import ServiceError
+from libs.runtime.log import get_logger
+from libs.runtime.metrics import RPC_HANDLED, RPC_IN_FLIGHT, RPC_LATENCY, RPC_STARTED
+
+REQUEST_ID_METADATA = "x-request-id"
+_log = get_logger(__name__)
+
+# Handler shapes, as grpc.aio calls them.
+_Unary = Callable[[Any, grpc.aio.ServicerContext], Awaitable[Any]]
+_Streaming = Callable[[Any, grpc.aio.ServicerContext], AsyncIterator[Any]]
+
+
+class _Call:
+    """Bookkeeping for one RPC: its labels, request id, start instant and final code."""
+
+    __slots__ = ("grpc_type", "method", "request_id", "service", "started", "status")
+
+    def __init__(self, full_method: str, grpc_type: str, request_id: str) -> None:
+        _, _, rest = full_method.partition("/")
+        self.service, _, self.method = rest.partition("/")
+        self.grpc_type = grpc_type
+        self.request_id = request_id
+        self.started = time.perf_counter()
+        self.status = grpc.StatusCode.OK
+
+    def begin(self) -> None:
+        RPC_STARTED.labels(self.service, self.method, self.grpc_type).inc()
+        RPC_IN_FLIGHT.labels(self.service, self.method).inc()
+
+    def end(self) -> None:
+        elapsed = time.perf_counter() - self.started
+        RPC_IN_FLIGHT.labels(self.service, self.method).dec()
+        RPC_LATENCY.labels(self.service, self.method, self.grpc_type).observe(elapsed)
+        RPC_HANDLED.labels(self.service, self.method, self.grpc_type, self.status.name).inc()
+        ok = self.status == grpc.StatusCode.OK
+        log = _log.debug if ok or self.status == grpc.StatusCode.CANCELLED else _log.info
+        log("rpc.finished", code=self.status.name, duration_ms=round(elapsed * 1000, 3))
+
+    async def fail(self, context: grpc.aio.ServicerContext, error: BaseException) -> None:
+        """Answer ``error`` with the right status (raises grpc's AbortError, as ``context.abort`` does)."""
+        if isinstance(error, ServiceError):
+            self.status = error.code
+            await context.abort(error.code, error.reason)
+        self.status = grpc.StatusCode.INTERNAL
+        _log.error("rpc.internal_error", exc_info=error)
+        await context.abort(grpc.StatusCode.INTERNAL, f"internal error (request id {self.request_id})")
+
+    def aborted(self, context: grpc.aio.ServicerContext) -> None:
+        """The handler called ``context.abort`` itself: record the code it chose."""
+        code = context.code()
+        self.status = code if isinstance(code, grpc.StatusCode) else grpc.StatusCode.UNKNOWN
+
+
+def _request_id(details: grpc.HandlerCallDetails) -> str:
+    for key, value in details.invocation_metadata or ():
+        if key == REQUEST_ID_METADATA and isinstance(value, str) and 0 < len(value) <= 128:
+            return value
+    return uuid.uuid4().hex
+
+
+class RpcInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+    """Wraps every handler of the server with request ids, logs, metrics and status mapping."""
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(handler_call_details)
+        if handler is None:
+            return None
+        method: str = handler_call_details.method
+        request_id = _request_id(handler_call_details)
+        common = {
+            "request_deserializer": handler.request_deserializer,
+            "response_serializer": handler.response_serializer,
+        }
+        if handler.unary_unary:
+            return grpc.unary_unary_rpc_method_handler(
+                _wrap_unary(handler.unary_unary, method, "unary", request_id), **common
+            )
+        if handler.stream_unary:
+            return grpc.stream_unary_rpc_method_handler(
+                _wrap_unary(handler.stream_unary, method, "client_stream", request_id), **common
+            )
+        if handler.unary_stream:
+            return grpc.unary_stream_rpc_method_handler(
+                _wrap_streaming(handler.unary_stream, method, "server_stream", request_id), **common
+            )
+        return grpc.stream_stream_rpc_method_handler(
+            _wrap_streaming(handler.stream_stream, method, "bidi_stream", request_id), **common
+        )
+
+
+def _wrap_unary(behavior: _Unary, method: str, grpc_type: str, request_id: str) -> _Unary:
+    async def wrapped(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        call = _Call(method, grpc_type, request_id)
+        # grpc.aio runs each RPC in its own task, so context bound here stays with this call.
+        structlog.contextvars.bind_contextvars(request_id=request_id, rpc=method)
+        call.begin()
+        try:
+            context.set_trailing_metadata(((REQUEST_ID_METADATA, request_id),))
+            return await behavior(request, context)
+        except grpc.aio.AbortError:
+            call.aborted(context)
+            raise
+        except Exception as error:
+            await call.fail(context, error)
+        except BaseException:
+            call.status = grpc.StatusCode.CANCELLED
+            raise
+        finally:
+            call.end()
+
+    return wrapped
+
+
+def _wrap_streaming(behavior: _Streaming, method: str, grpc_type: str, request_id: str) -> _Streaming:
+    async def wrapped(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+        call = _Call(method, grpc_type, request_id)
+        structlog.contextvars.bind_contextvars(request_id=request_id, rpc=method)
+        call.begin()
+        try:
+            context.set_trailing_metadata(((REQUEST_ID_METADATA, request_id),))
+            async for response in behavior(request, context):
+                yield response
+        except grpc.aio.AbortError:
+            call.aborted(context)
+            raise
+        except Exception as error:
+            await call.fail(context, error)
+        except BaseException:
+            call.status = grpc.StatusCode.CANCELLED
+            raise
+        finally:
+            call.end()
+
+    return wrapped

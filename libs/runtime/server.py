@@ -1,0 +1,145 @@
+"""Starting and stopping a service: the gRPC server, health, reflection, metrics and graceful shutdown."""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import signal
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar
+from wsgiref.simple_server import WSGIServer
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+from prometheus_client import start_http_server
+
+from libs.runtime.config import ConfigError, ServiceConfig
+from libs.runtime.interceptor import RpcInterceptor
+from libs.runtime.log import configure_logging, get_logger
+from libs.runtime.metrics import SERVICE_INFO
+
+MAX_MESSAGE_BYTES = 4 * 1024 * 1024
+_log = get_logger(__name__)
+
+
+class Service(abc.ABC):
+    """One SkillClassics service: its gRPC servicers and the resources they hold.
+
+    The runtime calls :meth:`start` before the server accepts calls, :meth:`drain` when shutdown
+    begins (the moment to end long-lived streams), and :meth:`close` once the server has stopped.
+    """
+
+    name: ClassVar[str]
+    """The service's name, as in :data:`libs.runtime.ports.DEFAULT_PORTS`."""
+
+    @property
+    @abc.abstractmethod
+    def service_names(self) -> Sequence[str]:
+        """The fully qualified gRPC service names it serves (for health and reflection)."""
+
+    @abc.abstractmethod
+    async def start(self, server: grpc.aio.Server) -> None:
+        """Open resources (database, migrations) and add the servicers to ``server``."""
+
+    async def drain(self) -> None:  # noqa: B027 - optional hook, nothing to do by default
+        """Shutdown has begun: no new calls are accepted; finish or end streams."""
+
+    async def close(self) -> None:  # noqa: B027 - optional hook, nothing to do by default
+        """The server has stopped: release resources."""
+
+
+@dataclass
+class RunningServer:
+    """A started service; :meth:`stop` drains and stops it."""
+
+    service: Service
+    server: grpc.aio.Server
+    health: health.aio.HealthServicer
+    port: int
+    """The gRPC port it listens on (useful when started on port 0)."""
+    metrics_port: int | None = None
+    _metrics_http: WSGIServer | None = field(default=None, repr=False)
+    _stopped: bool = field(default=False, repr=False)
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    async def stop(self, grace: float | None = 5.0) -> None:
+        """Report NOT_SERVING, refuse new calls, give in-flight ones ``grace`` seconds, then close."""
+        if self._stopped:
+            return
+        self._stopped = True
+        _log.info("service.draining", grace_seconds=grace)
+        await self.health.enter_graceful_shutdown()
+        await self.service.drain()
+        await self.server.stop(grace)
+        await self.service.close()
+        if self._metrics_http is not None:
+            self._metrics_http.shutdown()
+            self._metrics_http.server_close()
+        _log.info("service.stopped")
+
+
+async def start_server(service: Service, config: ServiceConfig) -> RunningServer:
+    """Start ``service`` with ``config`` in this event loop; it is SERVING when this returns."""
+    server = grpc.aio.server(
+        interceptors=[RpcInterceptor()],
+        options=[
+            ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.so_reuseport", 0),
+        ],
+    )
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    await service.start(server)
+    names = list(service.service_names)
+    reflection.enable_server_reflection([*names, health.SERVICE_NAME, reflection.SERVICE_NAME], server)
+    port = server.add_insecure_port(f"{config.grpc_host}:{config.grpc_port}")
+    if port == 0:
+        await service.close()
+        raise OSError(f"cannot listen on {config.grpc_host}:{config.grpc_port}")
+    await server.start()
+    metrics_http: WSGIServer | None = None
+    metrics_port: int | None = None
+    if config.metrics_port is not None:
+        metrics_http, _ = start_http_server(config.metrics_port, addr=config.grpc_host)
+        metrics_port = metrics_http.server_port
+    SERVICE_INFO.labels(service.name).set(1)
+    for name in ["", *names]:
+        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    _log.info("service.serving", grpc_port=port, metrics_port=metrics_port)
+    return RunningServer(service, server, health_servicer, port, metrics_port, metrics_http)
+
+
+async def serve(service: Service, config: ServiceConfig) -> None:
+    """Run ``service`` until SIGTERM or SIGINT, then shut down gracefully."""
+    configure_logging(config.service, config.log_level, config.log_format)
+    try:
+        running = await start_server(service, config)
+    except Exception as error:
+        _log.error("service.start_failed", error=str(error) or type(error).__name__, exc_info=error)
+        raise SystemExit(1) from None
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    await stop.wait()
+    await running.stop(config.shutdown_grace_seconds)
+
+
+def run_service(service_class: Callable[[ServiceConfig], Service], name: str) -> None:
+    """The ``__main__`` of a service: read the environment, serve, exit 0 after a clean shutdown.
+
+    A configuration error or a failed start exits non-zero with the reason on stderr.
+    """
+    try:
+        config = ServiceConfig.from_env(name)
+    except ConfigError as error:
+        print(f"{name}: configuration error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
+    asyncio.run(serve(service_class(config), config))
