@@ -21,10 +21,10 @@ $(STAMP): pyproject.toml libs/protos/pyproject.toml
 setup: $(STAMP) ## create the virtual environment and install everything (done automatically)
 
 protos: $(STAMP) ## regenerate the Python and mypy stubs from protos/
-	$(PY) tools/gen_protos.py
+	$(PY) -m tools.gen_protos
 
 check-protos: $(STAMP) ## fail if the committed stubs differ from what the protos generate
-	$(PY) tools/check_protos.py
+	$(PY) -m tools.check_protos
 
 migrate: $(STAMP) ## apply the database migrations (DATABASE_URL, default: SQLite under ./data)
 	$(PY) -m libs.persistence.migrate

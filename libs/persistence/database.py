@@ -31,6 +31,10 @@ def create_engine(url: str, **kwargs: Any) -> AsyncEngine:
         return create_async_engine(url, **kwargs)
     if parsed.database and parsed.database != ":memory:":
         Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+    # One connection per process: SQLite has one writer anyway, and queueing in the pool is fair and
+    # cheap where contending on the file lock means sleeping in the busy handler (long tail latency).
+    kwargs.setdefault("pool_size", 1)
+    kwargs.setdefault("max_overflow", 0)
     engine = create_async_engine(url, **kwargs)
     _configure_sqlite(engine)
     return engine

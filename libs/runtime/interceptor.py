@@ -7,6 +7,7 @@ the exception's text (which could leak state).
 
 from __future__ import annotations
 
+import inspect
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -102,11 +103,19 @@ class RpcInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             )
         if handler.unary_stream:
             return grpc.unary_stream_rpc_method_handler(
-                _wrap_streaming(handler.unary_stream, method, "server_stream", request_id), **common
+                _wrap_stream(handler.unary_stream, method, "server_stream", request_id), **common
             )
         return grpc.stream_stream_rpc_method_handler(
-            _wrap_streaming(handler.stream_stream, method, "bidi_stream", request_id), **common
+            _wrap_stream(handler.stream_stream, method, "bidi_stream", request_id), **common
         )
+
+
+def _wrap_stream(behavior: Any, method: str, grpc_type: str, request_id: str) -> Any:
+    # A streaming handler is either an async generator or a coroutine that calls context.write
+    # (as the standard health service's Watch does); the wrapper must take the same shape.
+    if inspect.isasyncgenfunction(behavior):
+        return _wrap_streaming(behavior, method, grpc_type, request_id)
+    return _wrap_unary(behavior, method, grpc_type, request_id)
 
 
 def _wrap_unary(behavior: _Unary, method: str, grpc_type: str, request_id: str) -> _Unary:

@@ -22,7 +22,7 @@ from libs.fairness import derivation
 from libs.fairness.derivation import DrawKind, DrawSpec
 from libs.persistence import Database
 from libs.persistence.schema import fairness_client_seeds, fairness_commitments, fairness_draws
-from libs.runtime.errors import AlreadyExists, FailedPrecondition, NotFound
+from libs.runtime.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
 from services.fairness.seed_vault import SeedVault
 
 STATE_OPEN = "open"
@@ -112,7 +112,7 @@ class FairnessStore:
     async def add_client_seed(self, match_id: str, seat: int, seed: bytes) -> dict[int, bytes]:
         """Add ``seat``'s client seed before the first draw; the same seed again changes nothing."""
         if seat >= MAX_SEATS:
-            raise FailedPrecondition(f"seat must be below {MAX_SEATS}, got {seat}")
+            raise InvalidArgument(f"seat must be below {MAX_SEATS}, got {seat}")
         async with self._db.begin() as conn:
             row = await self._lock(conn, match_id)
             seeds = await self._client_seeds(conn, match_id)

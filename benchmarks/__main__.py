@@ -1,0 +1,25 @@
+"""Run the benchmarks: ``python -m benchmarks [NAME ...]`` (all of them by default)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import sys
+
+BENCHMARKS = {"fairness": "benchmarks.fairness"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("names", nargs="*", choices=[*BENCHMARKS, []], help="which benchmarks (default: all)")
+    args = parser.parse_args(argv)
+    for name in args.names or list(BENCHMARKS):
+        module = importlib.import_module(BENCHMARKS[name])
+        print(f"\n## {name}")
+        asyncio.run(module.run())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""Shared fixtures: databases on SQLite and on a real PostgreSQL.
+
+The PostgreSQL server comes from ``TEST_POSTGRES_URL`` (default: the local server CI runs,
+``postgresql+asyncpg://postgres@127.0.0.1:5432/postgres``). Each test gets a fresh database that is
+dropped afterwards. Where no server is reachable those tests are skipped with a message saying so,
+unless ``REQUIRE_POSTGRES=1`` (CI sets it), which makes that a failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+from sqlalchemy.engine import make_url
+
+from libs.persistence import migrate
+from libs.runtime.config import sqlite_url
+
+DEFAULT_POSTGRES_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/postgres"
+BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+
+
+def postgres_admin_url() -> str:
+    return os.environ.get("TEST_POSTGRES_URL", DEFAULT_POSTGRES_URL)
+
+
+async def _admin_execute(statement: str) -> None:
+    import asyncpg  # the driver itself: CREATE/DROP DATABASE cannot run inside a transaction
+
+    url = make_url(postgres_admin_url())
+    connection = await asyncpg.connect(
+        host=url.host or "127.0.0.1",
+        port=url.port or 5432,
+        user=url.username or "postgres",
+        password=url.password,
+        database=url.database or "postgres",
+        timeout=5,
+    )
+    try:
+        await connection.execute(statement)
+    finally:
+        await connection.close()
+
+
+async def _postgres_unreachable_reason() -> str | None:
+    try:
+        await asyncio.wait_for(_admin_execute("SELECT 1"), timeout=6)
+    except (OSError, TimeoutError, Exception) as error:  # any failure to connect means "not here"
+        return f"{type(error).__name__}: {error}"
+    return None
+
+
+@pytest.fixture(params=BACKENDS)
+async def database_url(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[str]:
+    """An empty database on each backend, as an async SQLAlchemy URL."""
+    if request.param == "sqlite":
+        yield sqlite_url(tmp_path_factory.mktemp("db") / "test.db")
+        return
+    reason = await _postgres_unreachable_reason()
+    if reason is not None:
+        message = f"PostgreSQL not reachable at {postgres_admin_url()} ({reason}); set TEST_POSTGRES_URL"
+        if os.environ.get("REQUIRE_POSTGRES") == "1":
+            pytest.fail(message + " (REQUIRE_POSTGRES=1)")
+        pytest.skip(message)
+    name = f"sc_test_{uuid.uuid4().hex[:16]}"
+    await _admin_execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield make_url(postgres_admin_url()).set(database=name).render_as_string(hide_password=False)
+    finally:
+        await _admin_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+async def migrated_url(database_url: str) -> str:
+    """A database on each backend with every migration applied."""
+    await migrate(database_url)
+    return database_url

@@ -1,0 +1,61 @@
+"""Service configuration from the environment: defaults, overrides and refusals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from libs.runtime import ConfigError, ServiceConfig
+
+
+def test_defaults_are_local_and_safe() -> None:
+    config = ServiceConfig.from_env("fairness", {})
+    assert config.grpc_host == "127.0.0.1"
+    assert (config.grpc_port, config.metrics_port) == (50052, 9152)
+    assert config.database_url == "sqlite+aiosqlite:///data/fairness.db"
+    assert config.environment == "development"
+    assert config.migrate_on_start
+
+
+def test_environment_overrides_every_default() -> None:
+    config = ServiceConfig.from_env(
+        "fairness",
+        {
+            "GRPC_HOST": "0.0.0.0",
+            "GRPC_PORT": "0",
+            "METRICS_PORT": "-1",
+            "DATA_DIR": "/var/lib/sc",
+            "DATABASE_URL": "postgresql+asyncpg://db/sc",
+            "LOG_LEVEL": "DEBUG",
+            "LOG_FORMAT": "json",
+            "SHUTDOWN_GRACE_SECONDS": "2.5",
+            "MIGRATE_ON_START": "false",
+            "SKILLCLASSICS_ENV": "production",
+        },
+    )
+    assert config.grpc_host == "0.0.0.0"
+    assert config.grpc_port == 0
+    assert config.metrics_port is None
+    assert config.data_dir == Path("/var/lib/sc")
+    assert config.database_url == "postgresql+asyncpg://db/sc"
+    assert config.log_level == "debug"
+    assert config.shutdown_grace_seconds == 2.5
+    assert not config.migrate_on_start
+    assert config.is_production
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"GRPC_PORT": "fifty"}, "GRPC_PORT must be an integer"),
+        ({"METRICS_PORT": "-2"}, "METRICS_PORT must be at least -1"),
+        ({"LOG_LEVEL": "loud"}, "LOG_LEVEL must be one of"),
+        ({"MIGRATE_ON_START": "maybe"}, "MIGRATE_ON_START must be true or false"),
+        ({"SHUTDOWN_GRACE_SECONDS": "-1"}, "must not be negative"),
+        ({"SKILLCLASSICS_ENV": "production"}, "DATABASE_URL must be set in production"),
+    ],
+)
+def test_bad_values_fail_fast_with_the_variable_named(env: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        ServiceConfig.from_env("fairness", env)

@@ -1,0 +1,167 @@
+"""The service runtime over real gRPC: health, reflection, errors, request ids, metrics and shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import urllib.request
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+from prometheus_client import REGISTRY
+
+from libs.runtime import RunningServer, ServiceConfig, start_server
+from tests.libs.runtime.sample_service import SECRET, SERVICE, SampleService
+from tests.support import free_port, wait_until_serving
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _identity(data: bytes) -> bytes:
+    return data
+
+
+def _config() -> ServiceConfig:
+    return ServiceConfig.from_env("sample", {"GRPC_PORT": "0", "METRICS_PORT": "0"})
+
+
+@pytest.fixture
+async def running() -> AsyncIterator[RunningServer]:
+    server = await start_server(SampleService(), _config())
+    yield server
+    await server.stop(grace=1)
+
+
+def _call(channel: grpc.aio.Channel, method: str) -> grpc.aio.UnaryUnaryMultiCallable:
+    return channel.unary_unary(
+        f"/{SERVICE}/{method}", request_serializer=_identity, response_deserializer=_identity
+    )
+
+
+def _handled(method: str, code: str) -> float:
+    labels = {"grpc_service": SERVICE, "grpc_method": method, "grpc_type": "unary", "grpc_code": code}
+    return REGISTRY.get_sample_value("grpc_server_handled_total", labels) or 0.0
+
+
+async def test_health_reports_serving_for_the_server_and_each_service(running: RunningServer) -> None:
+    async with grpc.aio.insecure_channel(running.address) as channel:
+        health = health_pb2_grpc.HealthStub(channel)
+        for name in ("", SERVICE):
+            reply = await health.Check(health_pb2.HealthCheckRequest(service=name))
+            assert reply.status == health_pb2.HealthCheckResponse.SERVING
+
+
+async def test_reflection_lists_the_services(running: RunningServer) -> None:
+    async with grpc.aio.insecure_channel(running.address) as channel:
+        stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+
+        async def requests() -> AsyncIterator[reflection_pb2.ServerReflectionRequest]:
+            yield reflection_pb2.ServerReflectionRequest(list_services="")
+
+        names = set()
+        async for reply in stub.ServerReflectionInfo(requests()):
+            names = {s.name for s in reply.list_services_response.service}
+        assert {SERVICE, "grpc.health.v1.Health"} <= names
+
+
+async def test_a_service_error_becomes_its_status_with_the_reason(running: RunningServer) -> None:
+    before = _handled("Fail", "FAILED_PRECONDITION")
+    async with grpc.aio.insecure_channel(running.address) as channel:
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await _call(channel, "Fail")(b"")
+    assert caught.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert caught.value.details() == "you cannot do that now"
+    assert _handled("Fail", "FAILED_PRECONDITION") == before + 1
+
+
+async def test_an_unexpected_error_is_internal_and_leaks_nothing(running: RunningServer) -> None:
+    async with grpc.aio.insecure_channel(running.address) as channel:
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await _call(channel, "Crash")(b"", metadata=(("x-request-id", "req-crash-1"),))
+    assert caught.value.code() == grpc.StatusCode.INTERNAL
+    details = caught.value.details() or ""
+    assert SECRET not in details
+    assert "req-crash-1" in details
+
+
+async def test_the_request_id_comes_back_and_metrics_count_the_call(running: RunningServer) -> None:
+    before = _handled("Echo", "OK")
+    async with grpc.aio.insecure_channel(running.address) as channel:
+        call = _call(channel, "Echo")(b"hello", metadata=(("x-request-id", "req-42"),))
+        assert await call == b"hello"
+        assert ("x-request-id", "req-42") in tuple(await call.trailing_metadata() or ())
+    assert _handled("Echo", "OK") == before + 1
+    assert running.metrics_port is not None
+    url = f"http://127.0.0.1:{running.metrics_port}/metrics"
+    text = await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=5).read().decode())
+    assert 'grpc_server_handled_total{grpc_code="OK",grpc_method="Echo"' in text
+    assert 'grpc_server_handling_seconds_bucket{grpc_method="Echo"' in text
+
+
+async def test_stop_drains_in_flight_calls_refuses_new_ones_and_reports_not_serving() -> None:
+    service = SampleService()
+    server = await start_server(service, _config())
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        watch = health_pb2_grpc.HealthStub(channel).Watch(health_pb2.HealthCheckRequest(service=SERVICE))
+        assert (await watch.read()).status == health_pb2.HealthCheckResponse.SERVING
+        in_flight = asyncio.ensure_future(_call(channel, "Sleep")(b"400"))
+        stream = channel.unary_stream(
+            f"/{SERVICE}/Ticks", request_serializer=_identity, response_deserializer=_identity
+        )(b"5")
+        await asyncio.sleep(0.1)
+        stopping = asyncio.ensure_future(server.stop(grace=2))
+        assert (await watch.read()).status == health_pb2.HealthCheckResponse.NOT_SERVING
+        await asyncio.sleep(0.05)
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await _call(channel, "Echo")(b"late", timeout=2)
+        assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+        assert await in_flight == b"slept"
+        assert [tick async for tick in stream] == [b"0", b"1", b"2", b"3", b"4"]
+        await stopping
+    assert service.closed
+
+
+async def test_sigterm_lets_calls_finish_logs_request_ids_and_exits_zero(tmp_path: Path) -> None:
+    port = free_port()
+    env = {
+        **os.environ,
+        "GRPC_PORT": str(port),
+        "METRICS_PORT": "-1",
+        "LOG_FORMAT": "json",
+        "LOG_LEVEL": "debug",
+        "DATA_DIR": str(tmp_path),
+    }
+    process = subprocess.Popen(  # noqa: ASYNC220 - started once, before any call is in flight
+        [sys.executable, "-m", "tests.libs.runtime.sample_service"],
+        cwd=ROOT,
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        address = f"127.0.0.1:{port}"
+        await wait_until_serving(address)
+        async with grpc.aio.insecure_channel(address) as channel:
+            await _call(channel, "Echo")(b"x", metadata=(("x-request-id", "req-log-7"),))
+            slow = asyncio.ensure_future(_call(channel, "Sleep")(b"600"))
+            await asyncio.sleep(0.2)
+            process.send_signal(signal.SIGTERM)
+            assert await slow == b"slept"
+        assert await asyncio.to_thread(process.wait, 15) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.stderr is not None
+    lines = [json.loads(line) for line in process.stderr.read().splitlines() if line.startswith("{")]
+    echo_lines = [line for line in lines if line.get("request_id") == "req-log-7"]
+    assert {line["event"] for line in echo_lines} == {"echo.handled", "rpc.finished"}
+    assert all(line["service"] == "sample" for line in lines)
+    assert any(line["event"] == "service.stopped" for line in lines)

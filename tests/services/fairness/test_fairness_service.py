@@ -1,0 +1,332 @@
+"""The fairness service over real gRPC on localhost, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any, cast
+
+import grpc
+import pytest
+from skillclassics.fairness.v1 import fairness_pb2 as pb
+from skillclassics.fairness.v1 import fairness_pb2_grpc
+from sqlalchemy import select
+
+from libs.fairness.derivation import DrawSpec, draw_values, stream_key
+from libs.fairness.proof import Proof, verify
+from libs.persistence import Database
+from libs.persistence.schema import fairness_commitments
+from libs.runtime import RunningServer, ServiceConfig, start_server
+from services.fairness.service import FairnessService
+from tests.support import free_port, wait_until_serving
+
+ROOT = Path(__file__).resolve().parents[3]
+SEED_KEY = base64.b64encode(bytes(range(32))).decode()
+
+Stub = fairness_pb2_grpc.FairnessServiceStub
+
+
+async def _start(url: str, data_dir: Path) -> RunningServer:
+    env = {"GRPC_PORT": "0", "METRICS_PORT": "-1", "DATABASE_URL": url, "DATA_DIR": str(data_dir)}
+    config = ServiceConfig.from_env("fairness", env)
+    return await start_server(FairnessService(config, {"FAIRNESS_SEED_KEY": SEED_KEY}), config)
+
+
+@pytest.fixture
+async def server(database_url: str, tmp_path: Path) -> AsyncIterator[RunningServer]:
+    running = await _start(database_url, tmp_path)
+    yield running
+    await running.stop(grace=1)
+
+
+@pytest.fixture
+async def stub(server: RunningServer) -> AsyncIterator[Stub]:
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        yield Stub(channel)
+
+
+async def _status(stub: Stub, match_id: str) -> pb.GetCommitmentResponse:
+    reply: pb.GetCommitmentResponse = await stub.GetCommitment(pb.GetCommitmentRequest(match_id=match_id))
+    return reply
+
+
+async def _refused(call: object, code: grpc.StatusCode, reason: str) -> None:
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await call  # type: ignore[misc]
+    assert caught.value.code() == code, caught.value.details()
+    assert reason in (caught.value.details() or "")
+
+
+def dice(match_id: str, count: int = 2, index: int | None = None, stream: str = "dice") -> pb.DrawRequest:
+    request = pb.DrawRequest(match_id=match_id, stream=stream, kind=pb.DRAW_KIND_DICE, count=count)
+    if index is not None:
+        request.index = index
+    return request
+
+
+async def test_commit_is_idempotent_per_key_and_unique_per_match(stub: Stub) -> None:
+    first = await stub.Commit(pb.CommitRequest(match_id="m-1", idempotency_key="k-1"))
+    assert len(first.commitment) == 64
+    int(first.commitment, 16)
+    again = await stub.Commit(pb.CommitRequest(match_id="m-1", idempotency_key="k-1"))
+    assert again == first
+    await _refused(
+        stub.Commit(pb.CommitRequest(match_id="m-1", idempotency_key="k-2")),
+        grpc.StatusCode.ALREADY_EXISTS,
+        "already has a commitment",
+    )
+    other = await stub.Commit(pb.CommitRequest(match_id="m-2", idempotency_key="k-1"))
+    assert other.commitment != first.commitment
+
+
+async def test_a_full_match_reveals_a_proof_that_verifies(stub: Stub) -> None:
+    made = await stub.Commit(pb.CommitRequest(match_id="bg-7", idempotency_key="k"))
+    await stub.AddClientSeed(pb.AddClientSeedRequest(match_id="bg-7", seat=0, client_seed=b"white's seed"))
+    seeds = await stub.AddClientSeed(
+        pb.AddClientSeedRequest(match_id="bg-7", seat=1, client_seed=b"\x00\xff")
+    )
+    assert [(s.seat, s.seed) for s in seeds.client_seeds] == [(0, b"white's seed"), (1, b"\x00\xff")]
+    rolls = [(await stub.Draw(dice("bg-7"))).draw for _ in range(5)]
+    assert [r.index for r in rolls] == [0, 1, 2, 3, 4]
+    assert all(len(r.values) == 2 and all(1 <= v <= 6 for v in r.values) for r in rolls)
+    deck = (
+        await stub.Draw(pb.DrawRequest(match_id="bg-7", stream="deck", kind=pb.DRAW_KIND_SHUFFLE, bound=52))
+    ).draw
+    assert sorted(deck.values) == list(range(52))
+    coin = (
+        await stub.Draw(pb.DrawRequest(match_id="bg-7", stream="toss", kind=pb.DRAW_KIND_COIN, count=3))
+    ).draw
+    integer = (
+        await stub.Draw(
+            pb.DrawRequest(match_id="bg-7", stream="setup", kind=pb.DRAW_KIND_INTEGER, count=4, bound=27)
+        )
+    ).draw
+    assert all(v in (0, 1) for v in coin.values)
+    assert all(0 <= v < 27 for v in integer.values)
+
+    status = await _status(stub, "bg-7")
+    assert status.state == pb.MATCH_STATE_DRAWING
+    assert {s.stream: s.draws_issued for s in status.streams} == {"deck": 1, "dice": 5, "setup": 1, "toss": 1}
+
+    await _refused(
+        stub.Reveal(pb.RevealRequest(match_id="bg-7")), grpc.StatusCode.FAILED_PRECONDITION, "not finished"
+    )
+    await stub.Finish(pb.FinishRequest(match_id="bg-7"))
+    await stub.Finish(pb.FinishRequest(match_id="bg-7"))  # idempotent
+    await _refused(stub.Draw(dice("bg-7")), grpc.StatusCode.FAILED_PRECONDITION, "finished")
+
+    revealed = await stub.Reveal(pb.RevealRequest(match_id="bg-7"))
+    assert hashlib.sha256(revealed.server_seed).hexdigest() == made.commitment == revealed.commitment
+    proof = Proof.from_json(revealed.proof_json)
+    report = verify(proof)
+    assert report.ok, report.summary()
+    recorded = {(d.stream, d.index): list(d.values) for d in revealed.draws}
+    assert recorded[("dice", 3)] == list(rolls[3].values)
+    assert recorded[("deck", 0)] == list(deck.values)
+    # An independent re-derivation from the revealed seed gives the values that were dealt during play.
+    key = stream_key(revealed.server_seed, "bg-7", {0: b"white's seed", 1: b"\x00\xff"})
+    assert list(draw_values(key, "dice", 3, DrawSpec.dice(2))) == list(rolls[3].values)
+
+
+async def test_a_draw_index_is_issued_once_and_replayed_from_the_record(stub: Stub) -> None:
+    await stub.Commit(pb.CommitRequest(match_id="m", idempotency_key="k"))
+    first = await stub.Draw(dice("m", index=0))
+    assert first.newly_issued
+    replay = await stub.Draw(dice("m", index=0))
+    assert not replay.newly_issued
+    assert replay.draw == first.draw
+    await _refused(
+        stub.Draw(dice("m", count=3, index=0)), grpc.StatusCode.FAILED_PRECONDITION, "was issued as"
+    )
+    await _refused(stub.Draw(dice("m", index=5)), grpc.StatusCode.FAILED_PRECONDITION, "before draw 1")
+    assert (await stub.Draw(dice("m"))).draw.index == 1
+
+
+async def test_concurrent_draws_get_distinct_consecutive_indices(stub: Stub) -> None:
+    await stub.Commit(pb.CommitRequest(match_id="race", idempotency_key="k"))
+    replies = await asyncio.gather(*(stub.Draw(dice("race", count=1)) for _ in range(20)))
+    assert sorted(r.draw.index for r in replies) == list(range(20))
+    assert all(r.newly_issued for r in replies)
+
+
+async def test_client_seeds_only_before_the_first_draw_and_once_per_seat(stub: Stub) -> None:
+    await stub.Commit(pb.CommitRequest(match_id="s", idempotency_key="k"))
+    add = pb.AddClientSeedRequest(match_id="s", seat=0, client_seed=b"abc")
+    await stub.AddClientSeed(add)
+    await stub.AddClientSeed(add)  # the same seed again is a no-op
+    await _refused(
+        stub.AddClientSeed(pb.AddClientSeedRequest(match_id="s", seat=0, client_seed=b"xyz")),
+        grpc.StatusCode.ALREADY_EXISTS,
+        "seat 0",
+    )
+    await stub.Draw(dice("s"))
+    await _refused(
+        stub.AddClientSeed(pb.AddClientSeedRequest(match_id="s", seat=1, client_seed=b"late")),
+        grpc.StatusCode.FAILED_PRECONDITION,
+        "before the first draw",
+    )
+    status = await _status(stub, "s")
+    assert [(c.seat, c.seed) for c in status.client_seeds] == [(0, b"abc")]
+
+
+@pytest.mark.parametrize(
+    ("request_", "code", "reason"),
+    [
+        (
+            pb.DrawRequest(match_id="nope", stream="dice", kind=pb.DRAW_KIND_DICE, count=1),
+            "NOT_FOUND",
+            "no commitment",
+        ),
+        (
+            pb.DrawRequest(match_id="b", stream="dice", kind=pb.DRAW_KIND_UNSPECIFIED, count=1),
+            "INVALID_ARGUMENT",
+            "kind",
+        ),
+        (
+            pb.DrawRequest(match_id="b", stream="dice", kind=cast(Any, 99), count=1),
+            "INVALID_ARGUMENT",
+            "kind",
+        ),
+        (
+            pb.DrawRequest(match_id="b", stream="dice", kind=pb.DRAW_KIND_DICE, count=0),
+            "INVALID_ARGUMENT",
+            "count",
+        ),
+        (
+            pb.DrawRequest(match_id="b", stream="dice", kind=pb.DRAW_KIND_DICE, count=1025),
+            "INVALID_ARGUMENT",
+            "count",
+        ),
+        (
+            pb.DrawRequest(match_id="b", stream="dice", kind=pb.DRAW_KIND_DICE, count=1, bound=6),
+            "INVALID_ARGUMENT",
+            "bound",
+        ),
+        (
+            pb.DrawRequest(match_id="b", stream="x", kind=pb.DRAW_KIND_INTEGER, count=1, bound=0),
+            "INVALID_ARGUMENT",
+            "bound",
+        ),
+        (
+            pb.DrawRequest(match_id="b", stream="x", kind=pb.DRAW_KIND_SHUFFLE, bound=1025),
+            "INVALID_ARGUMENT",
+            "bound",
+        ),
+        (
+            pb.DrawRequest(match_id="b", stream="Bad Name", kind=pb.DRAW_KIND_DICE, count=1),
+            "INVALID_ARGUMENT",
+            "stream",
+        ),
+        (
+            pb.DrawRequest(match_id="", stream="dice", kind=pb.DRAW_KIND_DICE, count=1),
+            "INVALID_ARGUMENT",
+            "match",
+        ),
+        (pb.AddClientSeedRequest(match_id="b", seat=0, client_seed=b""), "INVALID_ARGUMENT", "seed"),
+        (pb.AddClientSeedRequest(match_id="b", seat=0, client_seed=b"x" * 65), "INVALID_ARGUMENT", "seed"),
+        (pb.AddClientSeedRequest(match_id="b", seat=16, client_seed=b"x"), "INVALID_ARGUMENT", "seat"),
+        (pb.CommitRequest(match_id="b", idempotency_key=""), "INVALID_ARGUMENT", "idempotency_key"),
+        (pb.CommitRequest(match_id="b" * 129, idempotency_key="k"), "INVALID_ARGUMENT", "match"),
+        (pb.FinishRequest(match_id="nope"), "NOT_FOUND", "no commitment"),
+        (pb.RevealRequest(match_id="nope"), "NOT_FOUND", "no commitment"),
+    ],
+)
+async def test_bad_input_is_refused_clearly_and_changes_nothing(
+    stub: Stub, request_: object, code: str, reason: str
+) -> None:
+    await stub.Commit(pb.CommitRequest(match_id="b", idempotency_key="k"))
+    await stub.Draw(dice("b"))
+    before = await _status(stub, "b")
+    method = {
+        pb.DrawRequest: stub.Draw,
+        pb.AddClientSeedRequest: stub.AddClientSeed,
+        pb.CommitRequest: stub.Commit,
+        pb.FinishRequest: stub.Finish,
+        pb.RevealRequest: stub.Reveal,
+    }[type(request_)]
+    await _refused(method(request_), grpc.StatusCode[code], reason)
+    assert await _status(stub, "b") == before
+
+
+async def test_a_restart_loses_no_commitment_or_draw(database_url: str, tmp_path: Path) -> None:
+    first = await _start(database_url, tmp_path)
+    async with grpc.aio.insecure_channel(first.address) as channel:
+        stub = Stub(channel)
+        made = await stub.Commit(pb.CommitRequest(match_id="r", idempotency_key="k"))
+        before = [(await stub.Draw(dice("r"))).draw for _ in range(3)]
+    await first.stop(grace=1)
+
+    second = await _start(database_url, tmp_path)
+    try:
+        async with grpc.aio.insecure_channel(second.address) as channel:
+            stub = Stub(channel)
+            assert (await _status(stub, "r")).commitment == made.commitment
+            assert [(await stub.Draw(dice("r", index=i))).draw for i in range(3)] == before
+            assert (await stub.Draw(dice("r"))).draw.index == 3
+    finally:
+        await second.stop(grace=1)
+
+
+async def test_the_database_holds_no_readable_seed(database_url: str, stub: Stub) -> None:
+    await stub.Commit(pb.CommitRequest(match_id="dump", idempotency_key="k"))
+    await stub.Finish(pb.FinishRequest(match_id="dump"))
+    seed = (await stub.Reveal(pb.RevealRequest(match_id="dump"))).server_seed
+    db = Database(database_url)
+    try:
+        async with db.connect() as conn:
+            row = (await conn.execute(select(fairness_commitments))).one()
+    finally:
+        await db.dispose()
+    stored = b"".join(v if isinstance(v, bytes) else str(v).encode() for v in row)
+    assert seed not in stored
+    assert seed.hex().encode() not in stored
+
+
+def test_kill_9_and_restart_keeps_every_draw(tmp_path: Path) -> None:
+    asyncio.run(_kill_and_restart(tmp_path))
+
+
+async def _kill_and_restart(tmp_path: Path) -> None:
+    port = free_port()
+    env = {
+        **os.environ,
+        "GRPC_PORT": str(port),
+        "METRICS_PORT": "-1",
+        "DATA_DIR": str(tmp_path),
+        "FAIRNESS_SEED_KEY": SEED_KEY,
+    }
+    env.pop("DATABASE_URL", None)
+    address = f"127.0.0.1:{port}"
+
+    def spawn() -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "services.fairness"], cwd=ROOT, env=env, stderr=subprocess.DEVNULL
+        )
+
+    process = spawn()
+    try:
+        await wait_until_serving(address)
+        async with grpc.aio.insecure_channel(address) as channel:
+            stub = Stub(channel)
+            await stub.Commit(pb.CommitRequest(match_id="k9", idempotency_key="k"))
+            acknowledged = [(await stub.Draw(dice("k9"))).draw for _ in range(10)]
+        process.send_signal(signal.SIGKILL)
+        process.wait(10)
+        process = spawn()
+        await wait_until_serving(address)
+        async with grpc.aio.insecure_channel(address) as channel:
+            stub = Stub(channel)
+            await stub.Finish(pb.FinishRequest(match_id="k9"))
+            revealed = await stub.Reveal(pb.RevealRequest(match_id="k9"))
+        assert list(revealed.draws) == acknowledged
+        assert verify(Proof.from_json(revealed.proof_json)).ok
+    finally:
+        process.kill()
+        process.wait(10)

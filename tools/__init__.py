@@ -1,0 +1,1 @@
+"""Developer tools: stub generation and drift checks."""
