@@ -225,7 +225,9 @@ class FairnessStore:
                 .where(fairness_draws.c.match_id == match_id)
                 .order_by(fairness_draws.c.stream, fairness_draws.c.draw_index)
             )
-            draws = tuple(_issued(r._mapping) for r in result)
+            # Sorted here, not by the database: the proof orders streams by code point, whatever the
+            # server's collation says about "-" and ".".
+            draws = tuple(sorted((_issued(r._mapping) for r in result), key=lambda d: (d.stream, d.index)))
         return Revelation(_commitment(row), self._open_seed(row), seeds, draws)
 
     async def status(self, match_id: str) -> tuple[Commitment, dict[int, bytes], dict[str, int]]:

@@ -1,0 +1,1 @@
+"""The ``skillclassics`` command-line client (entry point: :func:`clients.cli.main.main`)."""

@@ -1,0 +1,181 @@
+"""The ``skillclassics`` command line: ``verify`` exit statuses and messages."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from clients.cli.main import EXIT_ERROR, EXIT_FAILED, EXIT_OK, build_parser, main
+from libs.fairness import DrawSpec, Proof, build_proof
+
+REPO = Path(__file__).resolve().parents[2]
+SEED = bytes(range(32))
+
+
+@pytest.fixture
+def proof() -> Proof:
+    draws = [("dice", i, DrawSpec.dice(2)) for i in range(40)] + [
+        ("deck", i, DrawSpec.shuffle(52)) for i in range(2)
+    ]
+    return build_proof(SEED, "m-1", {0: b"alice", 1: b"bob"}, draws)
+
+
+@pytest.fixture
+def proof_file(tmp_path: Path, proof: Proof) -> Path:
+    path = tmp_path / "proof.json"
+    path.write_text(proof.to_json(), encoding="utf-8")
+    return path
+
+
+def write(tmp_path: Path, text: str, name: str = "bad.json") -> str:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def test_verify_ok(proof_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify", str(proof_file)]) == EXIT_OK == 0
+    out, err = capsys.readouterr()
+    assert out == "OK: commitment matches; 42 draws in 2 streams reproduced exactly\n"
+    assert err == ""
+
+
+def test_verify_reads_standard_input(
+    proof: Proof, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(proof.to_json().encode("utf-8"))))
+    assert main(["verify", "-"]) == 0
+    assert capsys.readouterr().out.startswith("OK: commitment matches; 42 draws")
+
+
+def test_verify_a_tampered_draw(tmp_path: Path, proof: Proof, capsys: pytest.CaptureFixture[str]) -> None:
+    data = proof.to_dict()
+    draw = data["draws"][5]  # ("dice", 3)
+    assert (draw["stream"], draw["index"]) == ("dice", 3)
+    recorded = [draw["values"][0] % 6 + 1, draw["values"][1]]
+    expected = list(draw["values"])
+    draw["values"] = recorded
+    assert main(["verify", write(tmp_path, json.dumps(data))]) == EXIT_FAILED == 1
+    out, err = capsys.readouterr()
+    assert out == (
+        "FAIL: draw stream 'dice' index 3 (dice, count 2, bound 0) does not match: "
+        f"value #0 expected {expected[0]}, recorded {recorded[0]}; "
+        f"expected [{expected[0]}, {expected[1]}], recorded [{recorded[0]}, {recorded[1]}]\n"
+    )
+    assert err == ""
+
+
+def test_verify_a_wrong_commitment(tmp_path: Path, proof: Proof, capsys: pytest.CaptureFixture[str]) -> None:
+    wrong = replace(proof, commitment="ab" * 32)
+    assert main(["verify", write(tmp_path, wrong.to_json())]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith(
+        "FAIL: commitment does not match the server seed: the proof commits to " + "ab" * 32
+    )
+
+
+def test_verify_a_gap(tmp_path: Path, proof: Proof, capsys: pytest.CaptureFixture[str]) -> None:
+    data = proof.to_dict()
+    del data["draws"][10]  # ("dice", 8)
+    assert main(["verify", write(tmp_path, json.dumps(data))]) == 1
+    assert capsys.readouterr().out == (
+        "FAIL: draw stream 'dice' index 9 leaves a gap: the stream's next index should be 8\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{not json", "is not a valid fairness proof: proof is not valid JSON: Expecting property name"),
+        ("[1, 2]", "is not a valid fairness proof: proof must be a JSON object, got an array"),
+        (
+            '{"format": "skillclassics-fairness-proof/9"}',
+            "is not a valid fairness proof: unsupported proof format version "
+            "'skillclassics-fairness-proof/9'",
+        ),
+    ],
+)
+def test_verify_a_malformed_file(
+    tmp_path: Path, text: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, text)
+    assert main(["verify", path]) == EXIT_ERROR == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith(f"skillclassics verify: error: {path} {message}")
+    assert "Traceback" not in err
+    assert err.count("\n") == 1
+
+
+def test_verify_a_malformed_field(tmp_path: Path, proof: Proof, capsys: pytest.CaptureFixture[str]) -> None:
+    data = proof.to_dict()
+    data["draws"][3]["count"] = "2"
+    path = write(tmp_path, json.dumps(data))
+    assert main(["verify", path]) == 2
+    assert capsys.readouterr().err == (
+        f"skillclassics verify: error: {path} is not a valid fairness proof: "
+        "draws[3].count: expected an integer, got a string\n"
+    )
+
+
+def test_verify_an_unreadable_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "missing.json"
+    assert main(["verify", str(missing)]) == 2
+    assert (
+        capsys.readouterr().err
+        == f"skillclassics verify: error: cannot read {missing}: No such file or directory\n"
+    )
+    assert main(["verify", str(tmp_path)]) == 2
+    assert "cannot read" in capsys.readouterr().err
+    binary = tmp_path / "binary.json"
+    binary.write_bytes(b"\x80\x81\x82")
+    assert main(["verify", str(binary)]) == 2
+    assert "is not a valid fairness proof: proof is not valid UTF-8 text" in capsys.readouterr().err
+
+
+def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    assert "the following arguments are required: COMMAND" in capsys.readouterr().err
+    assert main(["fly"]) == 2
+    assert "invalid choice: 'fly'" in capsys.readouterr().err
+    assert main(["verify"]) == 2
+    assert "PROOF.json" in capsys.readouterr().err
+
+
+def test_help_lists_the_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--help"]) == 0
+    assert "verify" in capsys.readouterr().out
+    assert main(["verify", "--help"]) == 0
+    assert "- to read standard input" in capsys.readouterr().out
+    assert build_parser().prog == "skillclassics"
+
+
+def test_python_dash_m_runs_the_cli(proof_file: Path, tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "clients.cli", "verify", str(proof_file)]
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=60, check=False)
+    assert (done.returncode, done.stdout, done.stderr) == (
+        0,
+        "OK: commitment matches; 42 draws in 2 streams reproduced exactly\n",
+        "",
+    )
+    bad = write(tmp_path, "{}")
+    done = subprocess.run(
+        [sys.executable, "-m", "clients.cli", "verify", "-"],
+        cwd=REPO,
+        input=Path(bad).read_text(encoding="utf-8"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr == (
+        "skillclassics verify: error: standard input is not a valid fairness proof: "
+        "proof: missing key 'format'\n"
+    )
