@@ -15,6 +15,7 @@ from sqlalchemy import (
     MetaData,
     String,
     Table,
+    UniqueConstraint,
 )
 
 metadata = MetaData(
@@ -75,4 +76,21 @@ fairness_draws = Table(
     Column("bound", BigInteger, nullable=False),
     Column("draw_values", JSON, nullable=False),
     Column("issued_at_ms", BigInteger, nullable=False),
+)
+
+# -- clock -----------------------------------------------------------------------------------------------
+
+clock_timers = Table(
+    "clock_timers",
+    metadata,
+    # Never reused (AUTOINCREMENT on SQLite, a sequence on PostgreSQL): re-arming gets a new arm_id.
+    Column("arm_id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True),
+    Column("shard", String(64), nullable=False),
+    Column("owner", String(128), nullable=False),
+    Column("timer_id", String(128), nullable=False),
+    Column("deadline_ms", BigInteger, nullable=False),
+    Column("payload", LargeBinary, nullable=False),
+    Column("armed_at_ms", BigInteger, nullable=False),
+    UniqueConstraint("shard", "owner", "timer_id"),
+    sqlite_autoincrement=True,
 )

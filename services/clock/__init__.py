@@ -1,0 +1,1 @@
+"""The clock service: a durable deadline scheduler with millisecond resolution."""

@@ -1,0 +1,130 @@
+"""The gRPC face of the clock service: validate, persist, schedule, stream."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import zlib
+from collections.abc import AsyncIterator
+
+import grpc
+from skillclassics.clock.v1 import clock_pb2, clock_pb2_grpc
+
+from libs.runtime.errors import FailedPrecondition, InvalidArgument, ResourceExhausted, Unavailable
+from services.clock.scheduler import Expiry, Scheduler, SchedulerClosed, TimerEntry, WatcherOverflow
+from services.clock.store import TimerStore
+
+MAX_PAYLOAD_BYTES = 4096
+MAX_AHEAD_MS = 7 * 24 * 3600 * 1000
+"""A deadline may be at most a week ahead."""
+MAX_BEHIND_MS = 60_000
+"""A deadline up to a minute in the past is accepted (it fires at once); further back is a mistake."""
+_NAME = re.compile(r"[A-Za-z0-9._:/-]{1,128}")
+_LOCK_STRIPES = 256
+
+
+def _name(field: str, value: str) -> str:
+    if not _NAME.fullmatch(value):
+        raise InvalidArgument(
+            f"{field} must be 1-128 characters of A-Z a-z 0-9 . _ : / -, got {value[:40]!r}"
+        )
+    return value
+
+
+class ClockServicer(clock_pb2_grpc.ClockServiceServicer):
+    """Implements ``skillclassics.clock.v1.ClockService``."""
+
+    def __init__(self, store: TimerStore, scheduler: Scheduler) -> None:
+        self._store = store
+        self._scheduler = scheduler
+        # Calls on one timer are applied one at a time, so memory follows the database's order.
+        self._locks = [asyncio.Lock() for _ in range(_LOCK_STRIPES)]
+
+    def _lock(self, owner: str, timer_id: str) -> asyncio.Lock:
+        return self._locks[zlib.crc32(f"{owner}\0{timer_id}".encode()) % _LOCK_STRIPES]
+
+    async def Arm(
+        self, request: clock_pb2.ArmRequest, context: grpc.aio.ServicerContext
+    ) -> clock_pb2.ArmResponse:
+        owner, timer_id = _name("owner", request.owner), _name("timer_id", request.timer_id)
+        if len(request.payload) > MAX_PAYLOAD_BYTES:
+            raise InvalidArgument(
+                f"payload must be at most {MAX_PAYLOAD_BYTES} bytes, got {len(request.payload)}"
+            )
+        now_ms = self._scheduler.clock.now_ms()
+        if request.deadline_ms < now_ms - MAX_BEHIND_MS:
+            raise InvalidArgument(
+                f"deadline_ms {request.deadline_ms} is {now_ms - request.deadline_ms} ms in the past "
+                f"(at most {MAX_BEHIND_MS} ms allowed)"
+            )
+        if request.deadline_ms > now_ms + MAX_AHEAD_MS:
+            raise InvalidArgument(f"deadline_ms {request.deadline_ms} is more than 7 days ahead")
+        async with self._lock(owner, timer_id):
+            replaced = self._scheduler.get(owner, timer_id) is not None
+            entry = await self._store.arm(
+                owner, timer_id, request.deadline_ms, bytes(request.payload), now_ms
+            )
+            self._scheduler.arm(entry)
+        return clock_pb2.ArmResponse(timer=_timer(entry), replaced=replaced)
+
+    async def Cancel(
+        self, request: clock_pb2.CancelRequest, context: grpc.aio.ServicerContext
+    ) -> clock_pb2.CancelResponse:
+        owner, timer_id = _name("owner", request.owner), _name("timer_id", request.timer_id)
+        async with self._lock(owner, timer_id):
+            cancelled = await self._store.remove(owner, timer_id)
+            self._scheduler.remove(owner, timer_id)
+        return clock_pb2.CancelResponse(cancelled=cancelled)
+
+    async def Ack(
+        self, request: clock_pb2.AckRequest, context: grpc.aio.ServicerContext
+    ) -> clock_pb2.AckResponse:
+        owner, timer_id = _name("owner", request.owner), _name("timer_id", request.timer_id)
+        async with self._lock(owner, timer_id):
+            entry = self._scheduler.get(owner, timer_id)
+            if entry is None or entry.arm_id != request.arm_id:
+                return clock_pb2.AckResponse(acknowledged=False)
+            if entry.fired_at_ms is None:
+                raise FailedPrecondition(f"timer {timer_id} of {owner} has not expired yet")
+            await self._store.remove(owner, timer_id, request.arm_id)
+            self._scheduler.remove(owner, timer_id, request.arm_id)
+        return clock_pb2.AckResponse(acknowledged=True)
+
+    async def WatchExpirations(
+        self, request: clock_pb2.WatchExpirationsRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[clock_pb2.WatchExpirationsResponse]:
+        owner = _name("owner", request.owner)
+        try:
+            async for expiry in self._scheduler.watch(owner):
+                yield clock_pb2.WatchExpirationsResponse(expiration=_expiration(expiry))
+        except WatcherOverflow:
+            raise ResourceExhausted(
+                "watcher fell too far behind; reconnect to receive what is pending"
+            ) from None
+        except SchedulerClosed:
+            raise Unavailable("clock service is shutting down; reconnect") from None
+
+    async def Now(
+        self, request: clock_pb2.NowRequest, context: grpc.aio.ServicerContext
+    ) -> clock_pb2.NowResponse:
+        return clock_pb2.NowResponse(unix_ms=self._scheduler.clock.now_ms())
+
+
+def _timer(entry: TimerEntry) -> clock_pb2.Timer:
+    return clock_pb2.Timer(
+        owner=entry.owner,
+        timer_id=entry.timer_id,
+        arm_id=entry.arm_id,
+        deadline_ms=entry.deadline_ms,
+        payload=entry.payload,
+        armed_at_ms=entry.armed_at_ms,
+    )
+
+
+def _expiration(expiry: Expiry) -> clock_pb2.Expiration:
+    return clock_pb2.Expiration(
+        timer=_timer(expiry.timer),
+        fired_at_ms=expiry.fired_at_ms,
+        lateness_ms=expiry.lateness_ms,
+        late=expiry.late,
+    )

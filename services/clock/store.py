@@ -1,0 +1,74 @@
+"""The clock's timers in the database: stored before Arm answers, deleted on cancel or acknowledgement."""
+
+from __future__ import annotations
+
+from sqlalchemy import ColumnElement, delete, insert, select
+
+from libs.persistence import Database
+from libs.persistence.schema import clock_timers
+from services.clock.scheduler import TimerEntry
+
+
+class TimerStore:
+    """The durable copy of one shard's timers."""
+
+    def __init__(self, db: Database, shard: str) -> None:
+        self._db = db
+        self._shard = shard
+
+    async def load(self) -> list[TimerEntry]:
+        """Every timer of the shard (armed, or fired and not yet acknowledged)."""
+        async with self._db.connect() as conn:
+            result = await conn.execute(
+                select(clock_timers)
+                .where(clock_timers.c.shard == self._shard)
+                .order_by(clock_timers.c.arm_id)
+            )
+            return [
+                TimerEntry(
+                    owner=row.owner,
+                    timer_id=row.timer_id,
+                    arm_id=int(row.arm_id),
+                    deadline_ms=int(row.deadline_ms),
+                    payload=bytes(row.payload),
+                    armed_at_ms=int(row.armed_at_ms),
+                )
+                for row in result
+            ]
+
+    async def arm(
+        self, owner: str, timer_id: str, deadline_ms: int, payload: bytes, now_ms: int
+    ) -> TimerEntry:
+        """Store a timer, replacing any with the same owner and id; it gets a fresh arm id."""
+        async with self._db.begin() as conn:
+            await conn.execute(delete(clock_timers).where(*self._key(owner, timer_id)))
+            result = await conn.execute(
+                insert(clock_timers)
+                .values(
+                    shard=self._shard,
+                    owner=owner,
+                    timer_id=timer_id,
+                    deadline_ms=deadline_ms,
+                    payload=payload,
+                    armed_at_ms=now_ms,
+                )
+                .returning(clock_timers.c.arm_id)
+            )
+            arm_id = int(result.scalar_one())
+        return TimerEntry(owner, timer_id, arm_id, deadline_ms, payload, now_ms)
+
+    async def remove(self, owner: str, timer_id: str, arm_id: int | None = None) -> bool:
+        """Delete a timer (only the arming ``arm_id`` when given); whether one was deleted."""
+        condition = [*self._key(owner, timer_id)]
+        if arm_id is not None:
+            condition.append(clock_timers.c.arm_id == arm_id)
+        async with self._db.begin() as conn:
+            result = await conn.execute(delete(clock_timers).where(*condition))
+        return bool(result.rowcount)
+
+    def _key(self, owner: str, timer_id: str) -> list[ColumnElement[bool]]:
+        return [
+            clock_timers.c.shard == self._shard,
+            clock_timers.c.owner == owner,
+            clock_timers.c.timer_id == timer_id,
+        ]

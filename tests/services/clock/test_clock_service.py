@@ -1,0 +1,259 @@
+"""The clock service over real gRPC on localhost, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import grpc
+import pytest
+from skillclassics.clock.v1 import clock_pb2 as pb
+from skillclassics.clock.v1 import clock_pb2_grpc
+
+from libs.runtime import RunningServer, ServiceConfig, start_server
+from services.clock.service import ClockService
+from tests.support import free_port, wait_until_serving
+
+ROOT = Path(__file__).resolve().parents[3]
+Stub = clock_pb2_grpc.ClockServiceStub
+OWNER = "rules-chess-0"
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+async def _start(url: str) -> RunningServer:
+    env = {"GRPC_PORT": "0", "METRICS_PORT": "-1", "DATABASE_URL": url}
+    config = ServiceConfig.from_env("clock", env)
+    return await start_server(ClockService(config, {}), config)
+
+
+@pytest.fixture
+async def server(database_url: str) -> AsyncIterator[RunningServer]:
+    running = await _start(database_url)
+    yield running
+    await running.stop(grace=0.5)
+
+
+@pytest.fixture
+async def stub(server: RunningServer) -> AsyncIterator[Stub]:
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        yield Stub(channel)
+
+
+async def arm(stub: Stub, timer_id: str, in_ms: int, payload: bytes = b"", owner: str = OWNER) -> pb.Timer:
+    reply = await stub.Arm(
+        pb.ArmRequest(owner=owner, timer_id=timer_id, deadline_ms=now_ms() + in_ms, payload=payload)
+    )
+    timer: pb.Timer = reply.timer
+    return timer
+
+
+async def collect(stub: Stub, count: int, within: float = 3.0, owner: str = OWNER) -> list[pb.Expiration]:
+    """Open a watch stream, read ``count`` expirations (or fewer if ``within`` passes), close it."""
+    call = stub.WatchExpirations(pb.WatchExpirationsRequest(owner=owner))
+    received: list[pb.Expiration] = []
+    try:
+        async with asyncio.timeout(within):
+            while len(received) < count:
+                reply = await call.read()
+                assert reply is not grpc.aio.EOF
+                received.append(reply.expiration)
+    except TimeoutError:
+        pass
+    finally:
+        call.cancel()
+    return received
+
+
+async def test_timers_fire_in_deadline_order_with_their_payloads(stub: Stub) -> None:
+    delays = {"t3": 240, "t1": 80, "t5": 400, "t2": 160, "t4": 320}
+    for timer_id, delay in delays.items():
+        await arm(stub, timer_id, delay, payload=timer_id.encode())
+    fired = await collect(stub, 5)
+    assert [e.timer.timer_id for e in fired] == ["t1", "t2", "t3", "t4", "t5"]
+    assert [e.timer.payload for e in fired] == [b"t1", b"t2", b"t3", b"t4", b"t5"]
+    for expiration in fired:
+        assert expiration.fired_at_ms >= expiration.timer.deadline_ms
+        assert expiration.lateness_ms == expiration.fired_at_ms - expiration.timer.deadline_ms
+        assert expiration.lateness_ms < 200  # generous: precision is measured by `make bench`
+        assert not expiration.late
+
+
+async def test_cancel_and_rearm(stub: Stub) -> None:
+    await arm(stub, "cancelled", 100)
+    assert (await stub.Cancel(pb.CancelRequest(owner=OWNER, timer_id="cancelled"))).cancelled
+    assert not (await stub.Cancel(pb.CancelRequest(owner=OWNER, timer_id="cancelled"))).cancelled
+    first = await arm(stub, "moved", 100, b"old")
+    second_reply = await stub.Arm(
+        pb.ArmRequest(owner=OWNER, timer_id="moved", deadline_ms=now_ms() + 300, payload=b"new")
+    )
+    assert second_reply.replaced
+    assert second_reply.timer.arm_id > first.arm_id
+    fired = await collect(stub, 2, within=1.0)
+    assert [(e.timer.timer_id, e.timer.payload) for e in fired] == [("moved", b"new")]
+    assert fired[0].timer.arm_id == second_reply.timer.arm_id
+
+
+async def test_unacknowledged_expirations_are_redelivered_until_acked(stub: Stub) -> None:
+    await arm(stub, "a", 20)
+    await arm(stub, "b", 40)
+    first = await collect(stub, 2)
+    assert [e.timer.timer_id for e in first] == ["a", "b"]
+    again = await collect(stub, 2)
+    assert [(e.timer.timer_id, e.timer.arm_id) for e in again] == [
+        (e.timer.timer_id, e.timer.arm_id) for e in first
+    ]
+    ack = await stub.Ack(pb.AckRequest(owner=OWNER, timer_id="a", arm_id=first[0].timer.arm_id))
+    assert ack.acknowledged
+    assert not (
+        await stub.Ack(pb.AckRequest(owner=OWNER, timer_id="a", arm_id=first[0].timer.arm_id))
+    ).acknowledged
+    assert [e.timer.timer_id for e in await collect(stub, 2, within=0.5)] == ["b"]
+
+
+async def test_watchers_see_only_their_owner_and_every_watcher_gets_each_expiry(stub: Stub) -> None:
+    one = asyncio.ensure_future(collect(stub, 1))
+    two = asyncio.ensure_future(collect(stub, 1))
+    other = asyncio.ensure_future(collect(stub, 1, within=0.8, owner="rules-go-0"))
+    await asyncio.sleep(0.1)
+    await arm(stub, "shared", 50)
+    assert [e.timer.timer_id for e in await one] == ["shared"]
+    assert [e.timer.timer_id for e in await two] == ["shared"]
+    assert await other == []
+
+
+async def test_ack_before_expiry_is_refused(stub: Stub) -> None:
+    timer = await arm(stub, "later", 60_000)
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await stub.Ack(pb.AckRequest(owner=OWNER, timer_id="later", arm_id=timer.arm_id))
+    assert caught.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert "not expired" in (caught.value.details() or "")
+    assert not (
+        await stub.Ack(pb.AckRequest(owner=OWNER, timer_id="later", arm_id=timer.arm_id + 999))
+    ).acknowledged
+
+
+@pytest.mark.parametrize(
+    ("owner", "timer_id", "offset_ms", "payload", "reason"),
+    [
+        ("", "t", 1000, b"", "owner"),
+        (OWNER, "", 1000, b"", "timer_id"),
+        (OWNER, "has space", 1000, b"", "timer_id"),
+        ("o" * 129, "t", 1000, b"", "owner"),
+        (OWNER, "t", 1000, b"x" * 4097, "payload"),
+        (OWNER, "t", -3_600_000, b"", "in the past"),
+        (OWNER, "t", 8 * 24 * 3600 * 1000, b"", "7 days"),
+    ],
+)
+async def test_bad_arms_are_refused_and_store_nothing(
+    stub: Stub, owner: str, timer_id: str, offset_ms: int, payload: bytes, reason: str
+) -> None:
+    request = pb.ArmRequest(owner=owner, timer_id=timer_id, deadline_ms=now_ms() + offset_ms, payload=payload)
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await stub.Arm(request)
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert reason in (caught.value.details() or "")
+    assert not (await stub.Cancel(pb.CancelRequest(owner=OWNER, timer_id="t"))).cancelled
+
+
+async def test_a_deadline_just_past_fires_at_once(stub: Stub) -> None:
+    await arm(stub, "overdue", -500)
+    fired = await collect(stub, 1, within=1.0)
+    assert [e.timer.timer_id for e in fired] == ["overdue"]
+    assert fired[0].lateness_ms >= 500
+
+
+async def test_now_is_the_service_time(stub: Stub) -> None:
+    before = now_ms()
+    reply = await stub.Now(pb.NowRequest())
+    assert before - 5 <= reply.unix_ms <= now_ms() + 5
+
+
+async def test_draining_ends_watch_streams_with_unavailable(database_url: str) -> None:
+    running = await _start(database_url)
+    async with grpc.aio.insecure_channel(running.address) as channel:
+        call = Stub(channel).WatchExpirations(pb.WatchExpirationsRequest(owner=OWNER))
+        await asyncio.sleep(0.1)
+        stopping = asyncio.ensure_future(running.stop(grace=5))
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await call.read()
+        assert caught.value.code() == grpc.StatusCode.UNAVAILABLE
+        await asyncio.wait_for(stopping, 3)
+
+
+async def test_a_restart_fires_every_timer_it_had_late_ones_marked(database_url: str) -> None:
+    first = await _start(database_url)
+    async with grpc.aio.insecure_channel(first.address) as channel:
+        stub = Stub(channel)
+        await arm(stub, "acked", 10)
+        [done] = await collect(stub, 1)
+        await stub.Ack(pb.AckRequest(owner=OWNER, timer_id="acked", arm_id=done.timer.arm_id))
+        await arm(stub, "during-downtime", 150)
+        await arm(stub, "after-restart", 2_000)
+    await first.stop(grace=0.5)
+    await asyncio.sleep(0.3)
+    second = await _start(database_url)
+    try:
+        async with grpc.aio.insecure_channel(second.address) as channel:
+            fired = await collect(Stub(channel), 2, within=4.0)
+        assert [e.timer.timer_id for e in fired] == ["during-downtime", "after-restart"]
+        assert fired[0].late
+        assert not fired[1].late
+    finally:
+        await second.stop(grace=0.5)
+
+
+def test_kill_9_loses_no_timer_and_acked_ones_stay_acked(tmp_path: Path, database_url: str) -> None:
+    asyncio.run(_kill_9(tmp_path, database_url))
+
+
+async def _kill_9(tmp_path: Path, database_url: str) -> None:
+    port = free_port()
+    env = {**os.environ, "GRPC_PORT": str(port), "METRICS_PORT": "-1", "DATABASE_URL": database_url}
+    address = f"127.0.0.1:{port}"
+
+    def spawn() -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "services.clock"], cwd=ROOT, env=env, stderr=subprocess.DEVNULL
+        )
+
+    process = spawn()
+    try:
+        await wait_until_serving(address)
+        async with grpc.aio.insecure_channel(address) as channel:
+            stub = Stub(channel)
+            for i in range(5):
+                await arm(stub, f"early-{i}", 10 + i)
+            early = await collect(stub, 5)
+            for expiration in early[:3]:
+                await stub.Ack(
+                    pb.AckRequest(
+                        owner=OWNER, timer_id=expiration.timer.timer_id, arm_id=expiration.timer.arm_id
+                    )
+                )
+            for i in range(10):
+                await arm(stub, f"late-{i}", 400 + 10 * i)
+        process.send_signal(signal.SIGKILL)
+        process.wait(10)
+        await asyncio.sleep(0.6)
+        process = spawn()
+        await wait_until_serving(address)
+        async with grpc.aio.insecure_channel(address) as channel:
+            fired = await collect(Stub(channel), 12, within=4.0)
+        names = [e.timer.timer_id for e in fired]
+        assert sorted(names) == sorted(
+            [e.timer.timer_id for e in early[3:]] + [f"late-{i}" for i in range(10)]
+        )
+        assert len(set(names)) == len(names)
+        assert all(e.late for e in fired if e.timer.timer_id.startswith("late-"))
+    finally:
+        process.kill()
+        process.wait(10)
