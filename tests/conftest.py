@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator
 import pytest
 from sqlalchemy.engine import make_url
 
-from libs.persistence import migrate
+from libs.persistence.migrate import migrate
 from libs.runtime.config import sqlite_url
 
 DEFAULT_POSTGRES_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/postgres"

@@ -14,6 +14,7 @@ from pathlib import Path
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import Connection, text
+from sqlalchemy.engine import make_url
 
 from libs.persistence.database import create_engine
 
@@ -53,7 +54,7 @@ def main() -> int:
     service = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("SERVICE", "fairness")
     url = ServiceConfig.from_env(service).database_url
     asyncio.run(migrate(url))
-    print(f"migrated {url}")
+    print(f"migrated {make_url(url).render_as_string(hide_password=True)}")
     return 0
 
 

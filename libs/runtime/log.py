@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 import structlog
+import structlog.tracebacks
 from structlog.typing import EventDict, Processor, WrappedLogger
 
 
@@ -30,9 +31,16 @@ def configure_logging(service: str, level: str = "info", log_format: str = "auto
         structlog.processors.StackInfoRenderer(),
     ]
     if use_json:
-        processors += [structlog.processors.dict_tracebacks, structlog.processors.JSONRenderer()]
+        # Never render the frames' local variables: they can hold secrets (keys, database URLs).
+        exceptions = structlog.tracebacks.ExceptionDictTransformer(show_locals=False)
+        processors += [
+            structlog.processors.ExceptionRenderer(exceptions),
+            structlog.processors.JSONRenderer(),
+        ]
     else:
-        processors += [structlog.dev.ConsoleRenderer(colors=False)]
+        processors += [
+            structlog.dev.ConsoleRenderer(colors=False, exception_formatter=structlog.dev.plain_traceback)
+        ]
     structlog.configure(
         processors=processors,
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),

@@ -13,7 +13,8 @@ from collections.abc import Mapping, Sequence
 import grpc
 from skillclassics.clock.v1 import clock_pb2, clock_pb2_grpc
 
-from libs.persistence import Database, migrate
+from libs.persistence import Database
+from libs.persistence.migrate import migrate
 from libs.runtime import ConfigError, Service, ServiceConfig
 from libs.runtime.log import get_logger
 from services.clock.scheduler import Scheduler

@@ -8,7 +8,8 @@ from collections.abc import Mapping, Sequence
 import grpc
 from skillclassics.fairness.v1 import fairness_pb2, fairness_pb2_grpc
 
-from libs.persistence import Database, migrate
+from libs.persistence import Database
+from libs.persistence.migrate import migrate
 from libs.runtime import Service, ServiceConfig
 from services.fairness.seed_vault import SeedVault
 from services.fairness.servicer import FairnessServicer

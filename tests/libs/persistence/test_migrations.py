@@ -8,8 +8,8 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import Connection, insert, inspect, select, text
 
-from libs.persistence import Database, migrate
-from libs.persistence.migrate import alembic_config
+from libs.persistence import Database
+from libs.persistence.migrate import alembic_config, migrate
 from libs.persistence.schema import fairness_commitments, metadata
 
 
