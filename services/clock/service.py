@@ -36,6 +36,7 @@ class ClockService(Service):
         if not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", self.shard):
             raise ConfigError(f"CLOCK_SHARD must be 1-64 characters of A-Z a-z 0-9 . _ -, got {self.shard!r}")
         self._db: Database | None = None
+        self._store: TimerStore | None = None
         self.scheduler: Scheduler | None = None
 
     @property
@@ -46,7 +47,7 @@ class ClockService(Service):
         if self._config.migrate_on_start:
             await migrate(self._config.database_url)
         self._db = Database(self._config.database_url)
-        store = TimerStore(self._db, self.shard)
+        self._store = store = TimerStore(self._db, self.shard)
         self.scheduler = Scheduler()
         timers = await store.load()
         self.scheduler.load(timers)
@@ -58,5 +59,7 @@ class ClockService(Service):
             self.scheduler.close()  # watch streams end with UNAVAILABLE; watchers reconnect elsewhere
 
     async def close(self) -> None:
+        if self._store is not None:
+            await self._store.close()
         if self._db is not None:
             await self._db.dispose()

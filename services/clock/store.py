@@ -1,10 +1,15 @@
-"""The clock's timers in the database: stored before Arm answers, deleted on cancel or acknowledgement."""
+"""The clock's timers in the database: stored before Arm answers, deleted on cancel or acknowledgement.
+
+Writes go through a :class:`GroupCommitter`: concurrent Arm calls share one commit.
+"""
 
 from __future__ import annotations
 
 from sqlalchemy import ColumnElement, delete, insert, select
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from libs.persistence import Database
+from libs.persistence.group_commit import GroupCommitter
 from libs.persistence.schema import clock_timers
 from services.clock.scheduler import TimerEntry
 
@@ -15,6 +20,11 @@ class TimerStore:
     def __init__(self, db: Database, shard: str) -> None:
         self._db = db
         self._shard = shard
+        self._writer = GroupCommitter(db)
+
+    async def close(self) -> None:
+        """Commit what is queued and stop the writer."""
+        await self._writer.close()
 
     async def load(self) -> list[TimerEntry]:
         """Every timer of the shard (armed, or fired and not yet acknowledged)."""
@@ -40,7 +50,8 @@ class TimerStore:
         self, owner: str, timer_id: str, deadline_ms: int, payload: bytes, now_ms: int
     ) -> TimerEntry:
         """Store a timer, replacing any with the same owner and id; it gets a fresh arm id."""
-        async with self._db.begin() as conn:
+
+        async def work(conn: AsyncConnection) -> int:
             await conn.execute(delete(clock_timers).where(*self._key(owner, timer_id)))
             result = await conn.execute(
                 insert(clock_timers)
@@ -54,7 +65,9 @@ class TimerStore:
                 )
                 .returning(clock_timers.c.arm_id)
             )
-            arm_id = int(result.scalar_one())
+            return int(result.scalar_one())
+
+        arm_id = await self._writer.run(work)
         return TimerEntry(owner, timer_id, arm_id, deadline_ms, payload, now_ms)
 
     async def remove(self, owner: str, timer_id: str, arm_id: int | None = None) -> bool:
@@ -62,9 +75,12 @@ class TimerStore:
         condition = [*self._key(owner, timer_id)]
         if arm_id is not None:
             condition.append(clock_timers.c.arm_id == arm_id)
-        async with self._db.begin() as conn:
+
+        async def work(conn: AsyncConnection) -> bool:
             result = await conn.execute(delete(clock_timers).where(*condition))
-        return bool(result.rowcount)
+            return bool(result.rowcount)
+
+        return await self._writer.run(work)
 
     def _key(self, owner: str, timer_id: str) -> list[ColumnElement[bool]]:
         return [
