@@ -2,9 +2,11 @@
 
 A service that must make every accepted action durable before answering pays one commit (an fsync)
 per action if each runs alone. :class:`GroupCommitter` queues units of work and runs everything that
-queued while the previous commit was in flight in a single transaction, each unit inside its own
-SAVEPOINT so that one unit's error rolls back only that unit. Every caller is answered only after the
-commit that holds its unit returned, so durability is unchanged and throughput grows with concurrency.
+queued while the previous commit was in flight in a single transaction. If any unit fails, the batch is
+rolled back and each unit is run again in a transaction of its own, so one unit's error fails only that
+unit. Every caller is answered only after the commit that holds its unit returned, so durability is
+unchanged and throughput grows with concurrency. Units must therefore be safe to run again after a
+rollback (plain database work is).
 """
 
 from __future__ import annotations
@@ -80,26 +82,34 @@ class GroupCommitter:
                 return
 
     async def _commit(self, batch: list[_Unit]) -> None:
-        results: list[tuple[_Unit, Any, BaseException | None]] = []
         try:
-            async with self._db.begin() as conn:
-                for unit in batch:
-                    try:
-                        async with conn.begin_nested():
-                            results.append((unit, await unit.work(conn), None))
-                    except Exception as error:  # this unit only: its savepoint was rolled back
-                        results.append((unit, None, error))
-        except Exception as error:  # the commit itself failed: nothing in the batch is durable
+            results = await self._run_together(batch)
+        except Exception:
+            # Some unit failed (or the commit did): nothing of the batch is durable. Run each unit in a
+            # transaction of its own, so only the failing one fails. Failures are rare (requests are
+            # validated first), so the common path pays no per-unit SAVEPOINT.
             for unit in batch:
-                if not unit.done.done():
-                    unit.done.set_exception(error)
+                await self._run_alone(unit)
             return
         self.batches += 1
         self.units += len(batch)
-        for unit, result, failure in results:
-            if unit.done.done():
-                continue
-            if failure is not None:
-                unit.done.set_exception(failure)
-            else:
+        for unit, result in zip(batch, results, strict=True):
+            if not unit.done.done():
                 unit.done.set_result(result)
+
+    async def _run_together(self, batch: list[_Unit]) -> list[Any]:
+        async with self._db.begin() as conn:
+            return [await unit.work(conn) for unit in batch]
+
+    async def _run_alone(self, unit: _Unit) -> None:
+        try:
+            async with self._db.begin() as conn:
+                result = await unit.work(conn)
+        except Exception as error:
+            if not unit.done.done():
+                unit.done.set_exception(error)
+            return
+        self.batches += 1
+        self.units += 1
+        if not unit.done.done():
+            unit.done.set_result(result)

@@ -15,7 +15,6 @@ from sqlalchemy import (
     MetaData,
     String,
     Table,
-    UniqueConstraint,
 )
 
 metadata = MetaData(
@@ -83,14 +82,12 @@ fairness_draws = Table(
 clock_timers = Table(
     "clock_timers",
     metadata,
-    # Never reused (AUTOINCREMENT on SQLite, a sequence on PostgreSQL): re-arming gets a new arm_id.
-    Column("arm_id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True),
-    Column("shard", String(64), nullable=False),
-    Column("owner", String(128), nullable=False),
-    Column("timer_id", String(128), nullable=False),
+    Column("shard", String(64), primary_key=True),
+    Column("owner", String(128), primary_key=True),
+    Column("timer_id", String(128), primary_key=True),
+    # Issued by the shard's one clock process, increasing; re-arming gets a new one.
+    Column("arm_id", BigInteger, nullable=False),
     Column("deadline_ms", BigInteger, nullable=False),
     Column("payload", LargeBinary, nullable=False),
     Column("armed_at_ms", BigInteger, nullable=False),
-    UniqueConstraint("shard", "owner", "timer_id"),
-    sqlite_autoincrement=True,
 )

@@ -129,6 +129,11 @@ async def serve(service: Service, config: ServiceConfig) -> None:
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     await stop.wait()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        # Shutdown has begun; a second signal (a terminal's Ctrl-C reaching the whole process group and
+        # a supervisor's SIGTERM) must not kill the process halfway through it.
+        loop.remove_signal_handler(signum)
+        signal.signal(signum, signal.SIG_IGN)
     await running.stop(config.shutdown_grace_seconds)
 
 

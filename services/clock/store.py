@@ -5,22 +5,28 @@ Writes go through a :class:`GroupCommitter`: concurrent Arm calls share one comm
 
 from __future__ import annotations
 
-from sqlalchemy import ColumnElement, delete, insert, select
+import time
+
+from sqlalchemy import ColumnElement, delete, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from libs.persistence import Database
 from libs.persistence.group_commit import GroupCommitter
 from libs.persistence.schema import clock_timers
+from libs.persistence.upsert import upsert
 from services.clock.scheduler import TimerEntry
+
+_KEY = ("shard", "owner", "timer_id")
 
 
 class TimerStore:
-    """The durable copy of one shard's timers."""
+    """The durable copy of one shard's timers; one clock process owns a shard (it issues the arm ids)."""
 
     def __init__(self, db: Database, shard: str) -> None:
         self._db = db
         self._shard = shard
         self._writer = GroupCommitter(db)
+        self._next_arm_id = 1  # set by load()
 
     async def close(self) -> None:
         """Commit what is queued and stop the writer."""
@@ -34,7 +40,7 @@ class TimerStore:
                 .where(clock_timers.c.shard == self._shard)
                 .order_by(clock_timers.c.arm_id)
             )
-            return [
+            entries = [
                 TimerEntry(
                     owner=row.owner,
                     timer_id=row.timer_id,
@@ -45,29 +51,33 @@ class TimerStore:
                 )
                 for row in result
             ]
+        # Arm ids only grow: past every stored one, and past every one issued before a restart (the
+        # counter starts from the wall clock, with room for 1024 arms per millisecond).
+        highest = max((entry.arm_id for entry in entries), default=0)
+        self._next_arm_id = max(highest + 1, time.time_ns() // 1_000_000 * 1024)
+        return entries
 
     async def arm(
         self, owner: str, timer_id: str, deadline_ms: int, payload: bytes, now_ms: int
     ) -> TimerEntry:
         """Store a timer, replacing any with the same owner and id; it gets a fresh arm id."""
+        arm_id = self._next_arm_id
+        self._next_arm_id += 1
+        values = {
+            "shard": self._shard,
+            "owner": owner,
+            "timer_id": timer_id,
+            "arm_id": arm_id,
+            "deadline_ms": deadline_ms,
+            "payload": payload,
+            "armed_at_ms": now_ms,
+        }
+        statement = upsert(self._db.engine.dialect.name, clock_timers, values, _KEY)
 
-        async def work(conn: AsyncConnection) -> int:
-            await conn.execute(delete(clock_timers).where(*self._key(owner, timer_id)))
-            result = await conn.execute(
-                insert(clock_timers)
-                .values(
-                    shard=self._shard,
-                    owner=owner,
-                    timer_id=timer_id,
-                    deadline_ms=deadline_ms,
-                    payload=payload,
-                    armed_at_ms=now_ms,
-                )
-                .returning(clock_timers.c.arm_id)
-            )
-            return int(result.scalar_one())
+        async def work(conn: AsyncConnection) -> None:
+            await conn.execute(statement)
 
-        arm_id = await self._writer.run(work)
+        await self._writer.run(work)
         return TimerEntry(owner, timer_id, arm_id, deadline_ms, payload, now_ms)
 
     async def remove(self, owner: str, timer_id: str, arm_id: int | None = None) -> bool:

@@ -20,6 +20,7 @@ def _timer(timer_id: str) -> dict[str, object]:
         "shard": "0",
         "owner": "o",
         "timer_id": timer_id,
+        "arm_id": 1,
         "deadline_ms": 1,
         "payload": b"",
         "armed_at_ms": 1,
@@ -61,7 +62,7 @@ async def test_a_failing_unit_rolls_back_alone(migrated_url: str) -> None:
     outcomes = await asyncio.gather(
         committer.run(_insert("a")),
         committer.run(_insert("dup")),
-        committer.run(_insert("dup")),  # violates the unique (shard, owner, timer_id)
+        committer.run(_insert("dup")),  # violates the primary key (shard, owner, timer_id)
         committer.run(_insert("b")),
         return_exceptions=True,
     )

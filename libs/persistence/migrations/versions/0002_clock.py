@@ -19,18 +19,14 @@ depends_on = None
 def upgrade() -> None:
     op.create_table(
         "clock_timers",
-        sa.Column(
-            "arm_id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), autoincrement=True, nullable=False
-        ),
         sa.Column("shard", sa.String(64), nullable=False),
         sa.Column("owner", sa.String(128), nullable=False),
         sa.Column("timer_id", sa.String(128), nullable=False),
+        sa.Column("arm_id", sa.BigInteger(), nullable=False),
         sa.Column("deadline_ms", sa.BigInteger(), nullable=False),
         sa.Column("payload", sa.LargeBinary(), nullable=False),
         sa.Column("armed_at_ms", sa.BigInteger(), nullable=False),
-        sa.PrimaryKeyConstraint("arm_id", name=op.f("pk_clock_timers")),
-        sa.UniqueConstraint("shard", "owner", "timer_id", name=op.f("uq_clock_timers_shard")),
-        sqlite_autoincrement=True,
+        sa.PrimaryKeyConstraint("shard", "owner", "timer_id", name=op.f("pk_clock_timers")),
     )
 
 

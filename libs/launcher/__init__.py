@@ -1,0 +1,42 @@
+"""The local launcher: every service of the stack as a process on localhost, what ``make run`` starts.
+
+:data:`SERVICES` lists the services in start order (those whose module exists are started);
+:class:`Stack` starts them, waits for SERVING, interleaves their logs and stops them, and is what
+full-stack tests use; :func:`main` is the command line, ``python -m libs.launcher``.
+"""
+
+from libs.launcher.cli import main
+from libs.launcher.registry import SERVICES, ServiceSpec, available_services, module_exists, service_spec
+from libs.launcher.stack import (
+    Endpoint,
+    ServiceExit,
+    Stack,
+    StartError,
+    check_health,
+    describe_returncode,
+    exit_reason,
+    failure_reason,
+    find_free_port_offset,
+    port_is_free,
+    shifted_ports,
+)
+
+__all__ = [
+    "SERVICES",
+    "Endpoint",
+    "ServiceExit",
+    "ServiceSpec",
+    "Stack",
+    "StartError",
+    "available_services",
+    "check_health",
+    "describe_returncode",
+    "exit_reason",
+    "failure_reason",
+    "find_free_port_offset",
+    "main",
+    "module_exists",
+    "port_is_free",
+    "service_spec",
+    "shifted_ports",
+]
