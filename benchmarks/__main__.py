@@ -7,7 +7,7 @@ import asyncio
 import importlib
 import sys
 
-BENCHMARKS = {"fairness": "benchmarks.fairness"}
+BENCHMARKS = {"fairness": "benchmarks.fairness", "clock": "benchmarks.clock"}
 
 
 def main(argv: list[str] | None = None) -> int:
