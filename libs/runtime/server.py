@@ -144,7 +144,8 @@ def run_service(service_class: Callable[[ServiceConfig], Service], name: str) ->
     """
     try:
         config = ServiceConfig.from_env(name)
+        service = service_class(config)
     except ConfigError as error:
         print(f"{name}: configuration error: {error}", file=sys.stderr)
         raise SystemExit(2) from None
-    asyncio.run(serve(service_class(config), config))
+    asyncio.run(serve(service, config))
