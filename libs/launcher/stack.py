@@ -190,6 +190,9 @@ class Stack:
         env["DATA_DIR"] = str(self.data_dir)
         env["PYTHONUNBUFFERED"] = "1"
         env.setdefault("LOG_FORMAT", "json")
+        if name.startswith("rules-") and "clock" in self.ports and "CLOCK_ADDRESS" not in self._env:
+            # The rules services arm their wake-ups on the stack's clock service.
+            env["CLOCK_ADDRESS"] = f"127.0.0.1:{self.ports['clock'].grpc}"
         return env
 
     # Starting and stopping.

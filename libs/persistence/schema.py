@@ -10,11 +10,14 @@ from sqlalchemy import (
     BigInteger,
     Column,
     ForeignKey,
+    Index,
     Integer,
     LargeBinary,
     MetaData,
     String,
     Table,
+    Text,
+    UniqueConstraint,
 )
 
 metadata = MetaData(
@@ -90,4 +93,48 @@ clock_timers = Table(
     Column("deadline_ms", BigInteger, nullable=False),
     Column("payload", LargeBinary, nullable=False),
     Column("armed_at_ms", BigInteger, nullable=False),
+)
+
+# -- matches (every rules service) -----------------------------------------------------------------------
+
+matches = Table(
+    "matches",
+    metadata,
+    Column("match_id", String(128), primary_key=True),
+    Column("family", String(32), nullable=False),
+    Column("shard", String(64), nullable=False),
+    # waiting | live | finished | aborted; a cached summary of the log, for listing and recovery.
+    Column("status", String(16), nullable=False),
+    Column("created_at_ms", BigInteger, nullable=False),
+    Column("ended_at_ms", BigInteger, nullable=True),
+    Index("ix_matches_shard_status", "shard", "status"),
+)
+
+# The append-only log: the source of truth of every match.
+match_events = Table(
+    "match_events",
+    metadata,
+    Column("match_id", String(128), ForeignKey("matches.match_id", ondelete="CASCADE"), primary_key=True),
+    Column("sequence", BigInteger, primary_key=True, autoincrement=False),
+    Column("kind", String(16), nullable=False),
+    Column("payload", JSON, nullable=False),
+    Column("at_ms", BigInteger, nullable=False),
+    Column("idempotency_key", String(128), nullable=True),
+    UniqueConstraint("match_id", "idempotency_key"),
+)
+
+match_results = Table(
+    "match_results",
+    metadata,
+    Column("match_id", String(128), ForeignKey("matches.match_id", ondelete="CASCADE"), primary_key=True),
+    Column("family", String(32), nullable=False),
+    Column("termination", String(48), nullable=False),
+    Column("winner", Integer, nullable=True),
+    Column("result", JSON, nullable=False),
+    Column("seats", JSON, nullable=False),
+    Column("record", Text, nullable=False),
+    Column("record_format", String(16), nullable=False),
+    Column("clock_history", JSON, nullable=False),
+    Column("fairness_commitment", String(64), nullable=False),
+    Column("ended_at_ms", BigInteger, nullable=False),
 )

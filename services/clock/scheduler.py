@@ -12,35 +12,15 @@ from __future__ import annotations
 
 import asyncio
 import heapq
-import time
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
+
+from libs.runtime.timesource import ServiceTime
 
 LATE_AFTER_MS = 1_000
 """An expiration delivered more than this after its deadline is marked late."""
 WATCHER_QUEUE_LIMIT = 100_000
 """A watcher that falls this far behind is disconnected (it reconnects and gets what is pending)."""
-
-
-class ServiceTime:
-    """Unix milliseconds read from the monotonic clock, and the event-loop instant of a Unix deadline."""
-
-    def __init__(self) -> None:
-        self._wall_at_start_ms = time.time_ns() // 1_000_000
-        self._monotonic_at_start_ns = time.monotonic_ns()
-        self.started_ms = self._wall_at_start_ms
-
-    def now_ms(self) -> int:
-        return self._wall_at_start_ms + (time.monotonic_ns() - self._monotonic_at_start_ns) // 1_000_000
-
-    def loop_time_for(self, deadline_ms: int) -> float:
-        """The ``loop.time()`` (monotonic seconds) just after ``deadline_ms`` begins.
-
-        The 50 µs margin keeps float rounding from waking the loop a hair before the millisecond
-        ticks over, which would find nothing due and go round again.
-        """
-        offset_ns = (deadline_ms - self._wall_at_start_ms) * 1_000_000 + 50_000
-        return (self._monotonic_at_start_ns + offset_ns) / 1e9
 
 
 @dataclass(slots=True)

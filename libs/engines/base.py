@@ -1,0 +1,120 @@
+"""What every game engine provides, and the values engines and the match runtime exchange.
+
+An engine is pure: no I/O, no clock reads, no randomness of its own. The match runtime (``libs/match``)
+owns time, persistence and delivery; it hands the engine everything else it needs as arguments:
+
+- ``apply(state, seat, action, context)`` validates and applies one action and returns the new state, or
+  raises :class:`MalformedActionError` (the action cannot be read) or :class:`IllegalActionError` (this
+  position forbids it). ``context`` carries the clocks as of the action, for rules that read them
+  (the contest chess tiebreak's "more time left").
+- ``outcome(state)`` is the end of the game, or ``None``; ``is_over(state)`` is just that.
+- ``timeout_outcome(state, seat)`` says what it means that ``seat`` ran out of time (a loss, or a draw
+  where the ruleset says the opponent could not have won).
+- ``view(state, seat)`` is what ``seat`` may see (``None``: a spectator); hidden information never leaves
+  an engine except through a view computed for the player allowed to see it.
+- ``legal_actions(state, seat)`` lists, sorted, the actions ``seat`` may take now, in the family's own
+  notation.
+
+Seats are numbered from 0; seat 0 moves first unless the family's rules say otherwise (White in chess).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol, TypeVar
+
+
+class RulesError(ValueError):
+    """An action the engine refuses; the message says why in words a player understands."""
+
+
+class MalformedActionError(RulesError):
+    """The action cannot be read at all (bad syntax, unknown kind)."""
+
+
+class IllegalActionError(RulesError):
+    """The action is well formed but this position forbids it (or it is not this seat's turn)."""
+
+
+class InvalidOptionsError(RulesError):
+    """The family's options for a new match are not supported."""
+
+
+class Termination(StrEnum):
+    """Why a game ended. Draw-like terminations carry ``winner=None``."""
+
+    CHECKMATE = "checkmate"
+    TIMEOUT = "timeout"
+    RESIGNATION = "resignation"
+    DISCONNECT = "disconnect_forfeit"
+    ABORTED = "aborted"
+    """No-show before the game went live: no winner, entry fees refunded."""
+    TIEBREAK = "tiebreak"
+    """A drawn position turned into a win by the ruleset's tiebreak (``Outcome.cause`` says which)."""
+    STALEMATE = "stalemate"
+    INSUFFICIENT_MATERIAL = "insufficient_material"
+    SEVENTYFIVE_MOVES = "seventyfive_moves"
+    FIVEFOLD_REPETITION = "fivefold_repetition"
+    THREEFOLD_REPETITION = "threefold_repetition"
+    FIFTY_MOVES = "fifty_moves"
+    DRAW_AGREED = "draw_agreed"
+    DEAD_POSITION = "dead_position"
+    TIMEOUT_VS_INSUFFICIENT_MATERIAL = "timeout_vs_insufficient_material"
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """The end of a game: a termination reason and a winner (``None`` for a draw or an abort)."""
+
+    termination: Termination
+    winner: int | None
+    """The winning seat, or ``None`` for a draw or an abort."""
+    cause: Termination | None = None
+    """For a tiebreak: the drawn position that started it (stalemate, insufficient material, ...)."""
+    tiebreak_step: str | None = None
+    """For a tiebreak: the step that decided it (``material``, ``moves``, ``time``, ``white``)."""
+    detail: str = ""
+    """A sentence for people, e.g. ``"stalemate; Black wins the tiebreak on material, 9 to 5"``."""
+    score: tuple[float, ...] = field(default=())
+    """Points per seat (1 / 0.5 / 0 in chess), empty for an abort."""
+
+    @property
+    def is_draw(self) -> bool:
+        return self.winner is None and self.termination is not Termination.ABORTED
+
+
+@dataclass(frozen=True, slots=True)
+class ActionContext:
+    """What the runtime knows when an action is applied, for rules that need it."""
+
+    remaining_ms: tuple[int, ...]
+    """Each seat's clock as of the action, after the mover's time was charged."""
+
+
+State = TypeVar("State")
+Options = TypeVar("Options", contravariant=True)
+View = TypeVar("View", covariant=True)
+
+
+class Engine(Protocol[State, Options, View]):
+    """The verbs of every game engine (see the module docstring)."""
+
+    family: str
+
+    def new_game(self, options: Options) -> State: ...
+
+    def to_move(self, state: State) -> int | None:
+        """The seat whose turn it is, or ``None`` once the game is over."""
+        ...
+
+    def apply(self, state: State, seat: int, action: Any, context: ActionContext) -> State: ...
+
+    def legal_actions(self, state: State, seat: int) -> Sequence[str]: ...
+
+    def outcome(self, state: State) -> Outcome | None: ...
+
+    def timeout_outcome(self, state: State, seat: int) -> Outcome: ...
+
+    def view(self, state: State, seat: int | None) -> View: ...

@@ -1,0 +1,482 @@
+"""The chess engine: rules, outcomes and views for the ``contest`` and ``fide`` rulesets, on python-chess.
+
+State keeps a private python-chess :class:`chess.Board` that is never changed once the state is built.
+``apply`` copies it, makes the move on the copy and computes everything that needs to change a board
+(SAN of the move, checkmate, repetition) on that copy before it is frozen into the new state. Reads
+that python-chess implements by pushing and popping moves (``san``, ``can_claim_*``) run on a scratch
+copy. A state can therefore be shared freely, across threads too. Copying beats rebuilding the board
+from (initial FEN, moves) on every action: the cost is bounded by the moves that repetition detection
+needs, not by the length of the game.
+
+The copy keeps only the history the rules read: none in ``contest`` (repetition never matters there),
+and in ``fide`` the moves since the last capture or pawn move (the halfmove clock), which is all that
+threefold and fivefold repetition look at, since no position before an irreversible move can recur.
+
+The end of the game is computed once, when the action that ends it is applied, and stored in the state:
+the contest tiebreak needs the clocks of that action (:class:`ActionContext`), which no later call has.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+import chess
+
+from libs.engines.base import (
+    ActionContext,
+    IllegalActionError,
+    InvalidOptionsError,
+    MalformedActionError,
+    Outcome,
+    Termination,
+)
+from libs.engines.chess.actions import (
+    DRAW_ACTIONS,
+    AcceptDraw,
+    ChessAction,
+    ClaimDraw,
+    DeclineDraw,
+    Move,
+    OfferDraw,
+    parse_action,
+)
+from libs.engines.chess.notation import COLOR_NAMES, color_of, resolve_move, seat_of
+from libs.engines.chess.tiebreak import break_tie, material
+
+SEATS = (0, 1)
+"""Seat 0 plays White, seat 1 plays Black."""
+
+DRAW_SCORE = (0.5, 0.5)
+
+CONTEST_DRAWS_REFUSED = "draw offers and claims are not allowed in contest games"
+
+
+class Ruleset(StrEnum):
+    """Which rules a table plays."""
+
+    CONTEST = "contest"
+    """SkillClassics contest chess: no draws; drawn positions go to the tiebreak; repetition is ignored."""
+    FIDE = "fide"
+    """The FIDE laws: draw offers, threefold and fifty-move claims, automatic draws."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChessOptions:
+    """A chess table's rules.
+
+    ``initial_fen`` starts the game from a position instead of the usual one; it is normalised to
+    python-chess's FEN. A FEN that is not a legal position, or one where the game is already over
+    (no legal move, insufficient material, halfmove clock at 150), raises :class:`InvalidOptionsError`.
+    """
+
+    ruleset: Ruleset = Ruleset.CONTEST
+    initial_fen: str | None = None
+
+    def __post_init__(self) -> None:
+        try:
+            ruleset = Ruleset(self.ruleset)
+        except ValueError:
+            choices = ", ".join(r.value for r in Ruleset)
+            raise InvalidOptionsError(f"unknown chess ruleset {self.ruleset!r} (choose {choices})") from None
+        object.__setattr__(self, "ruleset", ruleset)
+        if self.initial_fen is not None:
+            object.__setattr__(self, "initial_fen", _board_from_fen(self.initial_fen).fen())
+
+    def initial_board(self) -> chess.Board:
+        """A fresh board at the starting position."""
+        return chess.Board() if self.initial_fen is None else chess.Board(self.initial_fen)
+
+
+def _board_from_fen(fen: str) -> chess.Board:
+    if not isinstance(fen, str):
+        raise InvalidOptionsError(f"initial_fen must be a string, not {type(fen).__name__}")
+    try:
+        board = chess.Board(fen)
+    except ValueError as error:
+        raise InvalidOptionsError(f"invalid FEN {fen!r}: {error}") from None
+    status = board.status()
+    if status != chess.STATUS_VALID:
+        problems = ", ".join(
+            flag.name.lower().replace("_", " ") for flag in chess.Status if flag.name and flag in status
+        )
+        raise InvalidOptionsError(f"FEN {fen!r} is not a legal chess position: {problems}")
+    if not any(board.generate_legal_moves()):
+        raise InvalidOptionsError(f"FEN {fen!r} has no legal move: the game would be over before it starts")
+    if board.is_insufficient_material():
+        raise InvalidOptionsError(f"FEN {fen!r} has insufficient material: the game would be over already")
+    if board.halfmove_clock >= 150:
+        raise InvalidOptionsError(f"FEN {fen!r} has a halfmove clock of 150 or more: the game would be over")
+    return board
+
+
+@dataclass(frozen=True, slots=True)
+class ChessState:
+    """A chess game: options, the moves made, any pending draw offer and, once over, the outcome.
+
+    Build it with :meth:`ChessEngine.new_game` and :meth:`ChessEngine.apply`; never construct it by
+    hand. Two states are equal when their options and history are equal.
+    """
+
+    options: ChessOptions
+    moves_uci: tuple[str, ...]
+    """The moves of this game in UCI."""
+    moves_san: tuple[str, ...]
+    """The same moves in SAN, with check and mate marks."""
+    draw_offer: int | None
+    """The seat whose draw offer is pending (FIDE ruleset), or ``None``."""
+    result: Outcome | None
+    """The outcome the board or the players produced, or ``None`` while play goes on. Outcomes decided
+    outside the board (timeout, resignation, forfeit, abort) belong to the runtime, not to the state."""
+    remaining_ms: tuple[int, ...] | None
+    """Each seat's clock as of the last action (``None`` before any), as the contest tiebreak read it."""
+    claimable_draw: Termination | None
+    """The draw the side to move could claim now (FIDE ruleset): ``THREEFOLD_REPETITION`` (the position
+    occurred three times, or will after some legal move) or ``FIFTY_MOVES``; ``None`` otherwise. Computed
+    once per position because python-chess checks it by pushing and popping moves."""
+    _board: chess.Board = field(repr=False, compare=False)
+
+    @property
+    def ply_count(self) -> int:
+        """Half-moves played in this game."""
+        return len(self.moves_uci)
+
+    @property
+    def first_mover(self) -> int:
+        """The seat that moved first in this game (White, unless the initial FEN had Black to move)."""
+        return seat_of(self._board.turn) if self.ply_count % 2 == 0 else 1 - seat_of(self._board.turn)
+
+    @property
+    def fen(self) -> str:
+        """The current position in FEN."""
+        return self._board.fen()
+
+    def board(self) -> chess.Board:
+        """A copy of the current board, with the history the rules keep; the caller may change it."""
+        return self._board.copy()
+
+
+@dataclass(frozen=True, slots=True)
+class ChessView:
+    """What a player or a spectator sees. Chess hides nothing, so every seat gets the same view."""
+
+    fen: str
+    initial_fen: str | None
+    ruleset: Ruleset
+    moves_san: tuple[str, ...]
+    moves_uci: tuple[str, ...]
+    last_move: str | None
+    """The last move in UCI, or ``None`` before the first."""
+    is_check: bool
+    """Whether the side to move (or the mated side) is in check."""
+    material: tuple[int, int]
+    """Material of White and Black at P=1 N=3 B=3 R=5 Q=9."""
+    to_move: int | None
+    """The seat to move, or ``None`` once the game is over."""
+    legal_moves_uci: tuple[str, ...]
+    """The legal moves of the side to move, sorted (empty once the game is over)."""
+    legal_moves_san: tuple[str, ...]
+    """The same moves in SAN, in the same order as ``legal_moves_uci``."""
+    draw_offer: int | None
+    """The seat whose draw offer is pending, or ``None``."""
+    can_claim_draw: bool
+    """Whether the side to move may claim a draw now (FIDE ruleset)."""
+    ply_count: int
+    halfmove_clock: int
+    """Half-moves since the last capture or pawn move (the fifty- and seventy-five-move rules count these)."""
+    outcome: Outcome | None
+
+
+class ChessEngine:
+    """Chess for the match runtime (see :class:`libs.engines.base.Engine`).
+
+    Actions may be given as :class:`Move`, :class:`OfferDraw`, :class:`AcceptDraw`,
+    :class:`DeclineDraw`, :class:`ClaimDraw`, or as text that :func:`parse_action` reads.
+    """
+
+    family: str = "chess"
+
+    def new_game(self, options: ChessOptions | None = None) -> ChessState:
+        """A new game with ``options`` (default: contest rules from the usual position)."""
+        options = ChessOptions() if options is None else options
+        if not isinstance(options, ChessOptions):
+            raise InvalidOptionsError(f"expected ChessOptions, got {type(options).__name__}")
+        board = options.initial_board()
+        return ChessState(
+            options=options,
+            moves_uci=(),
+            moves_san=(),
+            draw_offer=None,
+            result=None,
+            remaining_ms=None,
+            claimable_draw=_claimable_draw(board) if options.ruleset is Ruleset.FIDE else None,
+            _board=board,
+        )
+
+    def to_move(self, state: ChessState) -> int | None:
+        """The seat to move, or ``None`` once the game is over."""
+        return None if state.result is not None else seat_of(state._board.turn)
+
+    def outcome(self, state: ChessState) -> Outcome | None:
+        """How the game ended on the board or by the players' draw actions, or ``None``."""
+        return state.result
+
+    def is_over(self, state: ChessState) -> bool:
+        """Whether the game has ended (:meth:`outcome` is not ``None``)."""
+        return state.result is not None
+
+    def apply(
+        self, state: ChessState, seat: int, action: ChessAction | str, context: ActionContext
+    ) -> ChessState:
+        """The state after ``seat`` takes ``action``.
+
+        :raises MalformedActionError: the action cannot be read.
+        :raises IllegalActionError: the game is over, it is not ``seat``'s turn, the move is not legal, or
+            a draw action is not available (always so in the contest ruleset).
+        """
+        _check_seat(seat)
+        if len(context.remaining_ms) != 2:
+            raise ValueError(f"a chess context needs two clocks, got {context.remaining_ms!r}")
+        if isinstance(action, str):
+            action = parse_action(action)
+        if state.result is not None:
+            raise IllegalActionError(f"the game is over ({state.result.detail})")
+        match action:
+            case Move():
+                return self._move(state, seat, action, context)
+            case OfferDraw() | AcceptDraw() | DeclineDraw() | ClaimDraw():
+                if state.options.ruleset is Ruleset.CONTEST:
+                    raise IllegalActionError(CONTEST_DRAWS_REFUSED)
+                return self._draw_action(state, seat, action, context)
+            case _:
+                raise MalformedActionError(f"not a chess action: {action!r}")
+
+    def legal_actions(self, state: ChessState, seat: int) -> list[str]:
+        """What ``seat`` may do now, sorted: its legal moves in UCI when it is its turn, and in the FIDE
+        ruleset the draw actions open to it (``offer_draw``, ``accept_draw``, ``decline_draw``,
+        ``claim_draw``). Empty once the game is over."""
+        _check_seat(seat)
+        if state.result is not None:
+            return []
+        board = state._board
+        actions = [move.uci() for move in board.generate_legal_moves()] if seat_of(board.turn) == seat else []
+        if state.options.ruleset is Ruleset.FIDE:
+            if state.draw_offer is None:
+                actions.append(OfferDraw.notation)
+            elif state.draw_offer != seat:
+                actions += [AcceptDraw.notation, DeclineDraw.notation]
+            if seat_of(board.turn) == seat and state.claimable_draw is not None:
+                actions.append(ClaimDraw.notation)
+        actions.sort()
+        return actions
+
+    def timeout_outcome(self, state: ChessState, seat: int) -> Outcome:
+        """What it means that ``seat`` ran out of time: the opponent wins; in the FIDE ruleset it is a
+        draw instead when the opponent has insufficient material to mate (a lone king, king and knight,
+        king and bishops of one colour)."""
+        _check_seat(seat)
+        opponent = 1 - seat
+        flagged, other = COLOR_NAMES[seat], COLOR_NAMES[opponent]
+        fide = state.options.ruleset is Ruleset.FIDE
+        if fide and state._board.has_insufficient_material(color_of(opponent)):
+            return Outcome(
+                termination=Termination.TIMEOUT_VS_INSUFFICIENT_MATERIAL,
+                winner=None,
+                detail=f"{flagged} ran out of time, but {other} cannot checkmate: draw",
+                score=DRAW_SCORE,
+            )
+        return _win(Termination.TIMEOUT, opponent, f"{flagged} ran out of time; {other} wins")
+
+    def view(self, state: ChessState, seat: int | None) -> ChessView:
+        """The game as anyone sees it (``seat`` ``None`` is a spectator; every seat sees the same)."""
+        if seat is not None:
+            _check_seat(seat)
+        board = state._board
+        over = state.result is not None
+        legal = sorted(board.generate_legal_moves(), key=chess.Move.uci) if not over else []
+        scratch = board.copy(stack=False)  # san() pushes and pops: never on the state's own board
+        return ChessView(
+            fen=board.fen(),
+            initial_fen=state.options.initial_fen,
+            ruleset=state.options.ruleset,
+            moves_san=state.moves_san,
+            moves_uci=state.moves_uci,
+            last_move=state.moves_uci[-1] if state.moves_uci else None,
+            is_check=board.is_check(),
+            material=material(board),
+            to_move=self.to_move(state),
+            legal_moves_uci=tuple(move.uci() for move in legal),
+            legal_moves_san=tuple(scratch.san(move) for move in legal),
+            draw_offer=state.draw_offer,
+            can_claim_draw=not over and state.claimable_draw is not None,
+            ply_count=state.ply_count,
+            halfmove_clock=board.halfmove_clock,
+            outcome=state.result,
+        )
+
+    def _move(self, state: ChessState, seat: int, action: Move, context: ActionContext) -> ChessState:
+        board = state._board
+        if seat_of(board.turn) != seat:
+            raise IllegalActionError(f"it is {COLOR_NAMES[seat_of(board.turn)]}'s turn")
+        move = resolve_move(board, action.notation)
+        fide = state.options.ruleset is Ruleset.FIDE
+        after = board.copy(stack=board.halfmove_clock if fide else False)
+        san = after.san_and_push(move)
+        plies = state.ply_count + 1
+        result = _board_outcome(after, state.options.ruleset, plies, state.first_mover, context)
+        # A move declines the opponent's pending offer; the offerer's own move leaves it standing.
+        draw_offer = state.draw_offer if state.draw_offer == seat else None
+        return ChessState(
+            options=state.options,
+            moves_uci=(*state.moves_uci, move.uci()),
+            moves_san=(*state.moves_san, san),
+            draw_offer=draw_offer,
+            result=result,
+            remaining_ms=tuple(context.remaining_ms),
+            claimable_draw=_claimable_draw(after) if fide and result is None else None,
+            _board=after,
+        )
+
+    def _draw_action(
+        self,
+        state: ChessState,
+        seat: int,
+        action: OfferDraw | AcceptDraw | DeclineDraw | ClaimDraw,
+        context: ActionContext,
+    ) -> ChessState:
+        me, opponent = COLOR_NAMES[seat], COLOR_NAMES[1 - seat]
+        draw_offer: int | None = state.draw_offer
+        result: Outcome | None = None
+        match action:
+            case OfferDraw():
+                if state.draw_offer == seat:
+                    raise IllegalActionError("you have already offered a draw")
+                if state.draw_offer is not None:
+                    raise IllegalActionError(f"{opponent} has offered a draw: accept or decline it")
+                draw_offer = seat
+            case AcceptDraw() | DeclineDraw():
+                if state.draw_offer != 1 - seat:
+                    verb = "accept" if isinstance(action, AcceptDraw) else "decline"
+                    raise IllegalActionError(f"there is no draw offer from {opponent} to {verb}")
+                draw_offer = None
+                if isinstance(action, AcceptDraw):
+                    result = _draw(Termination.DRAW_AGREED, f"{me} accepted {opponent}'s draw offer")
+            case ClaimDraw():
+                turn = seat_of(state._board.turn)
+                if turn != seat:
+                    raise IllegalActionError(
+                        f"only the player to move can claim a draw, and it is {COLOR_NAMES[turn]}'s turn"
+                    )
+                claim = state.claimable_draw
+                if claim is None:
+                    raise IllegalActionError(
+                        "no draw can be claimed: the position has not occurred three times (nor would it "
+                        "after any move), and fifty moves have not passed without a capture or pawn move"
+                    )
+                draw_offer = None
+                threefold = claim is Termination.THREEFOLD_REPETITION
+                rule = "threefold repetition" if threefold else "the fifty-move rule"
+                result = _draw(claim, f"{me} claimed a draw by {rule}")
+        return ChessState(
+            options=state.options,
+            moves_uci=state.moves_uci,
+            moves_san=state.moves_san,
+            draw_offer=draw_offer,
+            result=result,
+            remaining_ms=tuple(context.remaining_ms),
+            claimable_draw=state.claimable_draw if result is None else None,
+            _board=state._board,
+        )
+
+
+def _check_seat(seat: object) -> None:
+    if seat not in SEATS or isinstance(seat, bool):
+        raise ValueError(f"chess has seats 0 (White) and 1 (Black), not {seat!r}")
+
+
+def _claimable_draw(board: chess.Board) -> Termination | None:
+    """The draw the side to move in ``board`` may claim, if any (threefold repetition first).
+
+    ``board`` must not be shared yet: python-chess checks claims by pushing and popping moves.
+    """
+    # A position recurs at the earliest four plies later, so a third occurrence now or after the next
+    # move needs seven reversible plies behind us; the fifty-move claim needs 99. Skip the costly checks
+    # when the history is shorter.
+    reversible = min(board.halfmove_clock, len(board.move_stack))
+    if reversible >= 7 and board.can_claim_threefold_repetition():
+        return Termination.THREEFOLD_REPETITION
+    if board.halfmove_clock >= 99 and board.can_claim_fifty_moves():
+        return Termination.FIFTY_MOVES
+    return None
+
+
+def _board_outcome(
+    board: chess.Board, ruleset: Ruleset, plies: int, first_mover: int, context: ActionContext
+) -> Outcome | None:
+    """The end of the game in ``board``, just after a move, under ``ruleset``; ``None`` if play goes on.
+
+    Checked in order: checkmate, stalemate, insufficient material, seventy-five moves, and (FIDE only)
+    fivefold repetition. ``board`` must not be shared yet: the repetition check pushes and pops.
+    """
+    side = COLOR_NAMES[seat_of(board.turn)]
+    if not any(board.generate_legal_moves()):
+        if board.is_check():
+            winner = 1 - seat_of(board.turn)
+            return _win(Termination.CHECKMATE, winner, f"checkmate; {COLOR_NAMES[winner]} wins")
+        cause = Termination.STALEMATE
+    elif board.is_insufficient_material():
+        cause = Termination.INSUFFICIENT_MATERIAL
+    elif board.halfmove_clock >= 150:
+        cause = Termination.SEVENTYFIVE_MOVES
+    elif ruleset is Ruleset.FIDE and board.is_fivefold_repetition():
+        return _draw(Termination.FIVEFOLD_REPETITION, "fivefold repetition: a position occurred five times")
+    else:
+        return None
+    if ruleset is Ruleset.CONTEST:
+        return break_tie(cause, board, plies, first_mover, context.remaining_ms)
+    if cause is Termination.STALEMATE:
+        return _draw(cause, f"stalemate: {side} has no legal move and is not in check")
+    if cause is Termination.INSUFFICIENT_MATERIAL:
+        # FIDE's dead position, as far as it is detected: neither side has the material to mate.
+        return _draw(Termination.DEAD_POSITION, "dead position: neither side has the material to checkmate")
+    return _draw(cause, "seventy-five-move rule: 75 moves each without a capture or pawn move")
+
+
+def _win(termination: Termination, winner: int, detail: str) -> Outcome:
+    return Outcome(
+        termination=termination, winner=winner, detail=detail, score=(1.0, 0.0) if winner == 0 else (0.0, 1.0)
+    )
+
+
+def _draw(termination: Termination, detail: str) -> Outcome:
+    return Outcome(termination=termination, winner=None, detail=detail, score=DRAW_SCORE)
+
+
+CHESS = ChessEngine()
+"""The chess engine (it holds no state; one instance serves every game)."""
+
+_PERFT_CONTEXT = ActionContext(remaining_ms=(0, 0))
+
+
+def perft(state: ChessState, depth: int) -> int:
+    """The number of move sequences of ``depth`` plies from ``state``, walked through the engine's own
+    :meth:`~ChessEngine.legal_actions` and :meth:`~ChessEngine.apply` (draw actions are not moves and
+    are not counted). A game the engine ends (mate, stalemate, insufficient material, ...) has no
+    continuations, so this may be lower than a pure move-generation perft in such lines.
+    """
+    if depth < 0:
+        raise ValueError(f"depth cannot be negative: {depth}")
+    if depth == 0:
+        return 1
+    seat = CHESS.to_move(state)
+    if seat is None:
+        return 0
+    total = 0
+    for notation in _moves_only(CHESS.legal_actions(state, seat)):
+        total += perft(CHESS.apply(state, seat, Move(notation), _PERFT_CONTEXT), depth - 1)
+    return total
+
+
+def _moves_only(actions: Sequence[str]) -> list[str]:
+    return [action for action in actions if action not in DRAW_ACTIONS]

@@ -1,0 +1,243 @@
+"""One live match: the single writer of its log, its watchers and its wake-ups.
+
+Actions on a match are applied one at a time under the match's lock; different matches run
+concurrently (their commits share group transactions). The live path is: check what fell due (a move
+after the flag loses even before the wake-up arrives), step the record (the engine validates), append
+the event durably, and only then swap the record in, answer and broadcast.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import deque
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from libs.engines.base import IllegalActionError, MalformedActionError
+from libs.match.deadlines import Deadlines
+from libs.match.family import Family
+from libs.match.model import Due, EventKind, MatchEvent, MatchRecord, created, outcome_to_json, step
+from libs.match.store import MatchStore, result_row
+from libs.runtime.errors import AlreadyExists, FailedPrecondition, InvalidArgument, ResourceExhausted
+from libs.runtime.timesource import ServiceTime
+
+WATCHER_QUEUE_LIMIT = 1_000
+"""A watcher this many updates behind is disconnected; it reconnects from its last sequence."""
+
+
+def replay(family: Family, events: Iterable[MatchEvent]) -> Iterable[MatchRecord]:
+    """The record after each event of a log, in order."""
+    record: MatchRecord | None = None
+    for event in events:
+        record = created(family, event) if record is None else step(family, record, event)
+        yield record
+
+
+def rebuild(family: Family, events: Iterable[MatchEvent]) -> MatchRecord:
+    """The record at the end of a log."""
+    last = deque(replay(family, events), maxlen=1)
+    if not last:
+        raise ValueError("an empty log")
+    return last[0]
+
+
+@dataclass(eq=False)
+class _Watcher:
+    queue: asyncio.Queue[MatchRecord | None] = field(default_factory=asyncio.Queue)
+    overflowed: bool = False
+
+    def offer(self, record: MatchRecord) -> None:
+        if self.queue.qsize() >= WATCHER_QUEUE_LIMIT:
+            self.overflowed = True
+            self.queue.put_nowait(None)
+        else:
+            self.queue.put_nowait(record)
+
+
+class MatchClosed(Exception):
+    """The service is shutting down; watchers reconnect."""
+
+
+class MatchActor:
+    """The runtime side of one match."""
+
+    def __init__(
+        self,
+        family: Family,
+        events: list[MatchEvent],
+        store: MatchStore,
+        deadlines: Deadlines,
+        time: ServiceTime,
+    ) -> None:
+        self.family = family
+        self.events = events
+        self.record = rebuild(family, events)
+        self._store = store
+        self._deadlines = deadlines
+        self._time = time
+        self._lock = asyncio.Lock()
+        self._watchers: set[_Watcher] = set()
+        self._keys = {e.idempotency_key: e for e in events if e.idempotency_key}
+        self._armed_at: int | None = None
+
+    @property
+    def match_id(self) -> str:
+        return self.record.match_id
+
+    def now_ms(self) -> int:
+        """The service's time, never before the last logged instant (a restart may step the clock)."""
+        return max(self._time.now_ms(), self.record.last_at_ms)
+
+    # -- the live path ---------------------------------------------------------------------------------
+
+    async def submit(self, seat: int, key: str, kind: EventKind, payload: dict[str, Any]) -> MatchRecord:
+        """Apply an action (or a resignation) for ``seat``; returns the record right after it."""
+        if not 0 <= seat < len(self.record.setup.players):
+            raise InvalidArgument(f"seat must be 0-{len(self.record.setup.players) - 1}, got {seat}")
+        fingerprint = {"seat": seat, "kind": kind.value, **payload}
+        async with self._lock:
+            earlier = self._keys.get(key)
+            if earlier is not None:
+                asked = {k: v for k, v in earlier.payload.items() if k != "description"}
+                original = {"seat": earlier.seat, "kind": earlier.kind.value, **asked}
+                if json.dumps(original, sort_keys=True) != json.dumps(fingerprint, sort_keys=True):
+                    raise AlreadyExists(f"idempotency key {key!r} was used for a different action")
+                return self.record_at(earlier.sequence)
+            now = self.now_ms()
+            self._refuse_if_over()
+            overdue = self.record.overdue(self.family, now)
+            if overdue is not None:
+                await self._end(*overdue, now)
+                self._refuse_if_over()
+            event = MatchEvent(self.record.sequence + 1, kind, now, payload, seat, key)
+            try:
+                updated = step(self.family, self.record, event)
+            except MalformedActionError as error:
+                raise InvalidArgument(str(error)) from None
+            except IllegalActionError as error:
+                raise FailedPrecondition(str(error)) from None
+            if kind is EventKind.ACTION:
+                # The action in the family's notation (SAN in chess), kept in the log for the record.
+                action = self.family.action_from_json(payload["action"])
+                described = {**payload, "description": self.family.describe(self.record.game, action)}
+                updated = replace(updated, last_event=replace(event, payload=described))
+            await self._commit(updated)
+            return updated
+
+    async def set_presence(self, seat: int, connected: bool) -> int:
+        """Record that ``seat``'s connection opened or closed; returns the sequence after it."""
+        if not 0 <= seat < len(self.record.setup.players):
+            raise InvalidArgument(f"seat must be 0-{len(self.record.setup.players) - 1}, got {seat}")
+        async with self._lock:
+            if self.record.is_over or (self.record.disconnected_since[seat] is None) == connected:
+                return self.record.sequence
+            now = self.now_ms()
+            if await self._end_if_overdue(now):
+                return self.record.sequence
+            event = MatchEvent(
+                self.record.sequence + 1, EventKind.PRESENCE, now, {"connected": connected}, seat
+            )
+            await self._commit(step(self.family, self.record, event))
+            return self.record.sequence
+
+    async def wake(self) -> None:
+        """A deadline may have passed: end the match if something fell due, then re-arm."""
+        async with self._lock:
+            self._armed_at = None
+            if not await self._end_if_overdue(self.now_ms()):
+                await self._sync_deadline()
+
+    async def _end_if_overdue(self, now: int) -> bool:
+        overdue = self.record.overdue(self.family, now)
+        if overdue is None:
+            return False
+        await self._end(*overdue, now)
+        return True
+
+    async def _end(self, due: Due, outcome: Any, now: int) -> None:
+        payload = {"outcome": outcome_to_json(outcome), "ended_at_ms": due.at_ms, "due": due.kind}
+        event = MatchEvent(self.record.sequence + 1, EventKind.END, now, payload, due.seat)
+        await self._commit(step(self.family, self.record, event))
+
+    def _refuse_if_over(self) -> None:
+        outcome = self.record.outcome
+        if outcome is not None:
+            raise FailedPrecondition(f"the match is over: {outcome.detail or outcome.termination.value}")
+
+    async def _commit(self, updated: MatchRecord) -> None:
+        previous = self.record.status.value
+        result = None
+        if updated.is_over:
+            result = result_row(updated, self.family.export_record(updated), self.family.record_format)
+        await self._store.append(updated, previous, result)
+        self.record = updated
+        self.events.append(updated.last_event)
+        if updated.last_event.idempotency_key:
+            self._keys[updated.last_event.idempotency_key] = updated.last_event
+        for watcher in self._watchers:
+            watcher.offer(updated)
+        await self._sync_deadline()
+
+    async def _sync_deadline(self) -> None:
+        due = self.record.due(self.family)
+        if not due:
+            if self._armed_at is not None:
+                self._armed_at = None
+                await self._deadlines.cancel(self.match_id)
+            return
+        if due[0].at_ms != self._armed_at:
+            self._armed_at = due[0].at_ms
+            await self._deadlines.arm(self.match_id, due[0].at_ms)
+
+    async def start(self) -> None:
+        """After creation or recovery: end what fell due while nobody looked, and arm the next wake-up."""
+        async with self._lock:
+            if not await self._end_if_overdue(self.now_ms()):
+                await self._sync_deadline()
+
+    # -- reading -----------------------------------------------------------------------------------------
+
+    def record_at(self, sequence: int) -> MatchRecord:
+        """The record as it was right after ``sequence`` (replayed from the log)."""
+        if sequence == self.record.sequence:
+            return self.record
+        return rebuild(self.family, self.events[:sequence])
+
+    async def watch(self, from_sequence: int) -> AsyncIterator[MatchRecord]:
+        """Every record after ``from_sequence``: the missed ones replayed, then each new one; ends with the
+        match (after its final update)."""
+        watcher = _Watcher()
+        async with self._lock:
+            current = self.record.sequence
+            if from_sequence > current:
+                raise InvalidArgument(f"from_sequence {from_sequence} is ahead of the match (at {current})")
+            missed = list(self.events[:current])
+            self._watchers.add(watcher)
+        try:
+            last = from_sequence
+            if from_sequence < current:
+                for record in replay(self.family, missed):
+                    if record.sequence > from_sequence:
+                        last = record.sequence
+                        yield record
+            if self.record.is_over and last >= self.record.sequence:
+                return
+            while True:
+                item = await watcher.queue.get()
+                if item is None:
+                    if watcher.overflowed:
+                        raise ResourceExhausted("watcher fell behind; reconnect from your last sequence")
+                    raise MatchClosed
+                if item.sequence > last:
+                    last = item.sequence
+                    yield item
+                    if item.is_over:
+                        return
+        finally:
+            self._watchers.discard(watcher)
+
+    def close(self) -> None:
+        for watcher in self._watchers:
+            watcher.queue.put_nowait(None)

@@ -1,0 +1,335 @@
+"""The pure part of the runtime: a match record, the events that step it, and what is due when.
+
+A :class:`MatchRecord` is immutable. :func:`step` applies one logged event and returns the next record,
+and the live path and the recovery after a restart both go through it, so a replayed log gives exactly
+the match that was acknowledged. Nothing here reads the clock: every event carries its instant.
+
+Timing decisions (docs/match-runtime.md): the game clock starts when the first move of the game is
+made (that move is not charged; the turn then passes and the next mover's time runs); each player who
+has not made a first move within ``first_move_timeout_ms`` of their first turn aborts the match; once
+the match is live, a seat disconnected for ``disconnect_forfeit_ms`` forfeits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from typing import Any
+
+from libs.clocks import Clock, TimeControl
+from libs.engines.base import ActionContext, Outcome, Termination
+from libs.match.family import Family
+
+DEFAULT_FIRST_MOVE_TIMEOUT_MS = 60_000
+DEFAULT_DISCONNECT_FORFEIT_MS = 60_000
+
+
+class EventKind(StrEnum):
+    """What a logged event records."""
+
+    CREATED = "created"
+    ACTION = "action"
+    RESIGN = "resign"
+    PRESENCE = "presence"
+    END = "end"
+    """An end the actions do not imply: a timeout, a disconnect forfeit, a no-show abort."""
+
+
+class MatchStatus(StrEnum):
+    WAITING = "waiting"
+    LIVE = "live"
+    FINISHED = "finished"
+    ABORTED = "aborted"
+
+
+@dataclass(frozen=True, slots=True)
+class MatchEvent:
+    """One entry of a match's append-only log."""
+
+    sequence: int
+    kind: EventKind
+    at_ms: int
+    payload: Mapping[str, Any]
+    """JSON types only."""
+    seat: int | None = None
+    idempotency_key: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MatchSetup:
+    """Everything fixed when the match is created."""
+
+    match_id: str
+    family: str
+    players: tuple[str, ...]
+    """Player id by seat."""
+    options: Mapping[str, Any]
+    """The family's options as JSON."""
+    time_control: TimeControl
+    fairness_commitment: str
+    first_move_timeout_ms: int
+    disconnect_forfeit_ms: int
+    created_at_ms: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "match_id": self.match_id,
+            "family": self.family,
+            "players": list(self.players),
+            "options": dict(self.options),
+            "time_control": self.time_control.to_dict(),
+            "fairness_commitment": self.fairness_commitment,
+            "first_move_timeout_ms": self.first_move_timeout_ms,
+            "disconnect_forfeit_ms": self.disconnect_forfeit_ms,
+            "created_at_ms": self.created_at_ms,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> MatchSetup:
+        return cls(
+            match_id=data["match_id"],
+            family=data["family"],
+            players=tuple(data["players"]),
+            options=data["options"],
+            time_control=TimeControl.from_dict(data["time_control"]),
+            fairness_commitment=data["fairness_commitment"],
+            first_move_timeout_ms=int(data["first_move_timeout_ms"]),
+            disconnect_forfeit_ms=int(data["disconnect_forfeit_ms"]),
+            created_at_ms=int(data["created_at_ms"]),
+        )
+
+
+def outcome_to_json(outcome: Outcome) -> dict[str, Any]:
+    return {
+        "termination": outcome.termination.value,
+        "winner": outcome.winner,
+        "cause": outcome.cause.value if outcome.cause else None,
+        "tiebreak_step": outcome.tiebreak_step,
+        "detail": outcome.detail,
+        "score": list(outcome.score),
+    }
+
+
+def outcome_from_json(data: Mapping[str, Any]) -> Outcome:
+    return Outcome(
+        termination=Termination(data["termination"]),
+        winner=data["winner"],
+        cause=Termination(data["cause"]) if data.get("cause") else None,
+        tiebreak_step=data.get("tiebreak_step"),
+        detail=data.get("detail", ""),
+        score=tuple(float(s) for s in data.get("score", ())),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ClockMark:
+    """A seat's clock right after one of its moves (for PGN ``[%clk]`` and the clock history)."""
+
+    seat: int
+    remaining_ms: int
+    at_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Due:
+    """Something that happens by itself at an instant unless an action comes first."""
+
+    at_ms: int
+    kind: str
+    """``first_move`` (abort), ``flag`` (timeout) or ``disconnect`` (forfeit)."""
+    seat: int
+
+
+@dataclass(frozen=True, slots=True)
+class MatchRecord:
+    """A match after some prefix of its log."""
+
+    setup: MatchSetup
+    options: Any
+    game: Any
+    clock: Clock
+    sequence: int
+    last_event: MatchEvent
+    outcome: Outcome | None = None
+    ended_at_ms: int | None = None
+    moves_made: tuple[int, ...] = (0, 0)
+    turn_since_ms: int = 0
+    """When the turn of the seat to move began (for the first-move timeout)."""
+    live_since_ms: int | None = None
+    disconnected_since: tuple[int | None, ...] = (None, None)
+    clock_marks: tuple[ClockMark, ...] = ()
+
+    @property
+    def match_id(self) -> str:
+        return self.setup.match_id
+
+    @property
+    def status(self) -> MatchStatus:
+        if self.outcome is not None:
+            aborted = self.outcome.termination is Termination.ABORTED
+            return MatchStatus.ABORTED if aborted else MatchStatus.FINISHED
+        return MatchStatus.LIVE if self.live_since_ms is not None else MatchStatus.WAITING
+
+    @property
+    def is_over(self) -> bool:
+        return self.outcome is not None
+
+    @property
+    def last_at_ms(self) -> int:
+        return self.last_event.at_ms
+
+    def to_move(self, family: Family) -> int | None:
+        return None if self.is_over else family.engine.to_move(self.game)
+
+    def connected_seats(self) -> tuple[int, ...]:
+        return tuple(seat for seat, since in enumerate(self.disconnected_since) if since is None)
+
+    def due(self, family: Family) -> list[Due]:
+        """What will happen by itself, earliest first (empty once the match is over)."""
+        mover = self.to_move(family)
+        if mover is None:
+            return []
+        found: list[Due] = []
+        if self.moves_made[mover] == 0:
+            found.append(Due(self.turn_since_ms + self.setup.first_move_timeout_ms, "first_move", mover))
+        flag_at = self.clock.flag_at_ms()
+        if flag_at is not None:
+            found.append(Due(flag_at, "flag", mover))
+        if self.live_since_ms is not None:
+            for seat, since in enumerate(self.disconnected_since):
+                if since is not None:
+                    start = max(since, self.live_since_ms)
+                    found.append(Due(start + self.setup.disconnect_forfeit_ms, "disconnect", seat))
+        return sorted(found, key=lambda d: (d.at_ms, d.kind, d.seat))
+
+    def overdue(self, family: Family, now_ms: int) -> tuple[Due, Outcome] | None:
+        """The first thing that has happened by itself by ``now_ms``, and the outcome it brings."""
+        for due in self.due(family):
+            if due.at_ms > now_ms:
+                return None
+            return due, self._outcome_of(family, due)
+        return None
+
+    def _outcome_of(self, family: Family, due: Due) -> Outcome:
+        other = 1 - due.seat
+        name = _seat_name(family, due.seat)
+        if due.kind == "first_move":
+            seconds = self.setup.first_move_timeout_ms / 1000
+            return Outcome(
+                Termination.ABORTED, None, detail=f"{name} did not make a first move within {seconds:g} s"
+            )
+        if due.kind == "flag":
+            return family.engine.timeout_outcome(self.game, due.seat)
+        seconds = self.setup.disconnect_forfeit_ms / 1000
+        return Outcome(
+            Termination.DISCONNECT,
+            other,
+            detail=f"{name} stayed disconnected for {seconds:g} s",
+            score=_win_score(other),
+        )
+
+
+def _seat_name(family: Family, seat: int) -> str:
+    if family.name == "chess":
+        return ("White", "Black")[seat]
+    return f"seat {seat}"
+
+
+def _win_score(winner: int) -> tuple[float, ...]:
+    return (1.0, 0.0) if winner == 0 else (0.0, 1.0)
+
+
+def created(family: Family, event: MatchEvent) -> MatchRecord:
+    """The record of a match right after its ``created`` event."""
+    setup = MatchSetup.from_json(event.payload)
+    options = family.options_from_json(setup.options)
+    seats = len(setup.players)
+    return MatchRecord(
+        setup=setup,
+        options=options,
+        game=family.engine.new_game(options),
+        clock=Clock.new(setup.time_control, seats),
+        sequence=event.sequence,
+        last_event=event,
+        moves_made=(0,) * seats,
+        turn_since_ms=event.at_ms,
+        disconnected_since=(event.at_ms,) * seats,
+    )
+
+
+def step(family: Family, record: MatchRecord, event: MatchEvent) -> MatchRecord:
+    """The record after ``event``; raises the engine's rules errors for an action it refuses."""
+    if event.sequence != record.sequence + 1:
+        raise ValueError(f"event {event.sequence} does not follow {record.sequence}")
+    base = replace(record, sequence=event.sequence, last_event=event)
+    if event.kind is EventKind.ACTION:
+        return _act(family, base, event)
+    if event.kind is EventKind.PRESENCE:
+        assert event.seat is not None
+        since = list(record.disconnected_since)
+        if event.payload["connected"]:
+            since[event.seat] = None
+        elif since[event.seat] is None:
+            since[event.seat] = event.at_ms
+        return replace(base, disconnected_since=tuple(since))
+    if event.kind is EventKind.RESIGN:
+        assert event.seat is not None
+        winner = 1 - event.seat
+        outcome = Outcome(
+            Termination.RESIGNATION,
+            winner,
+            detail=f"{_seat_name(family, event.seat)} resigned",
+            score=_win_score(winner),
+        )
+        return _end(base, outcome, event.at_ms)
+    if event.kind is EventKind.END:
+        return _end(base, outcome_from_json(event.payload["outcome"]), int(event.payload["ended_at_ms"]))
+    raise ValueError(f"unexpected event kind {event.kind}")
+
+
+def _end(record: MatchRecord, outcome: Outcome, at_ms: int) -> MatchRecord:
+    clock = record.clock
+    if clock.is_running:
+        clock = clock.pause(max(at_ms, clock.since_ms or at_ms))
+    return replace(record, outcome=outcome, ended_at_ms=at_ms, clock=clock)
+
+
+def _act(family: Family, record: MatchRecord, event: MatchEvent) -> MatchRecord:
+    assert event.seat is not None
+    engine = family.engine
+    action = family.action_from_json(event.payload["action"])
+    mover = engine.to_move(record.game)
+    now = event.at_ms
+    seats = len(record.moves_made)
+    # The clock as it would be if this action ends the mover's turn (engines read it for tiebreaks).
+    pressed = (
+        record.clock.press(now).clock if record.clock.is_running and mover == event.seat else record.clock
+    )
+    context = ActionContext(remaining_ms=tuple(pressed.remaining_ms(s, now) for s in range(seats)))
+    game = engine.apply(record.game, event.seat, action, context)
+    next_mover = engine.to_move(game)
+    outcome = engine.outcome(game)
+    if next_mover == mover and outcome is None:
+        return replace(record, game=game)  # not a move (a draw offer...): the turn goes on
+    clock = record.clock
+    marks = record.clock_marks
+    if not clock.is_started:
+        clock = clock.start(now, to_move=next_mover if next_mover is not None else (event.seat + 1) % seats)
+    else:
+        clock = clock.press(now, to_move=next_mover).clock
+    marks = (*marks, ClockMark(event.seat, clock.remaining_ms(event.seat, now), now))
+    made = list(record.moves_made)
+    made[event.seat] += 1
+    updated = replace(
+        record,
+        game=game,
+        clock=clock,
+        clock_marks=marks,
+        moves_made=tuple(made),
+        turn_since_ms=now,
+        live_since_ms=record.live_since_ms if record.live_since_ms is not None else now,
+    )
+    if outcome is not None:
+        return _end(updated, outcome, now)
+    return updated

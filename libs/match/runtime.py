@@ -1,0 +1,132 @@
+"""The matches of one rules shard: creation, lookup, recovery after a restart, wake-ups."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from sqlalchemy.exc import IntegrityError
+
+from libs.match.actor import MatchActor, replay
+from libs.match.deadlines import Deadlines
+from libs.match.family import Family
+from libs.match.ids import MatchId, MatchIdError
+from libs.match.model import EventKind, MatchEvent, MatchSetup
+from libs.match.store import MatchStore
+from libs.runtime.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
+from libs.runtime.log import get_logger
+from libs.runtime.timesource import ServiceTime
+
+FINISHED_KEPT = 1_000
+"""Finished matches kept in memory for late readers; older ones are read back from the log on demand."""
+_log = get_logger(__name__)
+
+
+class MatchRuntime:
+    """Every match of one family on one shard."""
+
+    def __init__(
+        self, family: Family, shard: int, store: MatchStore, deadlines: Deadlines, time: ServiceTime
+    ) -> None:
+        self.family = family
+        self.shard = shard
+        self._store = store
+        self._deadlines = deadlines
+        self._time = time
+        self._actors: dict[str, MatchActor] = {}
+        self._finished: OrderedDict[str, None] = OrderedDict()
+
+    async def start(self) -> None:
+        """Rebuild every unfinished match from its log, end what fell due while down, re-arm the rest."""
+        await self._deadlines.start(self.wake)
+        logs = await self._store.load_unfinished()
+        for match_id, events in logs.items():
+            self._actors[match_id] = MatchActor(self.family, events, self._store, self._deadlines, self._time)
+        for actor in list(self._actors.values()):
+            await actor.start()
+            self._note_if_finished(actor)
+        _log.info("matches.recovered", family=self.family.name, shard=self.shard, matches=len(logs))
+
+    def now_ms(self) -> int:
+        return self._time.now_ms()
+
+    def check_id(self, match_id: str) -> MatchId:
+        """Parse ``match_id`` and make sure it belongs to this family and shard."""
+        try:
+            parsed = MatchId.parse(match_id)
+        except MatchIdError as error:
+            raise InvalidArgument(str(error)) from None
+        if parsed.family != self.family.name:
+            raise InvalidArgument(
+                f"match {match_id} is a {parsed.family} match; this is the {self.family.name} service"
+            )
+        if parsed.shard != self.shard:
+            raise FailedPrecondition(
+                f"match {match_id} belongs to shard {parsed.shard}; this is shard {self.shard}"
+            )
+        return parsed
+
+    async def create(self, setup: MatchSetup, idempotency_key: str) -> MatchActor:
+        existing = await self._find(setup.match_id)
+        if existing is not None:
+            first = existing.events[0]
+            if first.idempotency_key == idempotency_key:
+                return existing
+            raise AlreadyExists(f"match {setup.match_id} exists already")
+        event = MatchEvent(1, EventKind.CREATED, setup.created_at_ms, setup.to_json(), None, idempotency_key)
+        actor = MatchActor(self.family, [event], self._store, self._deadlines, self._time)
+        try:
+            await self._store.create(event)
+        except IntegrityError:
+            raise AlreadyExists(f"match {setup.match_id} exists already") from None
+        self._actors[setup.match_id] = actor
+        await actor.start()
+        return actor
+
+    async def get(self, match_id: str) -> MatchActor:
+        self.check_id(match_id)
+        actor = await self._find(match_id)
+        if actor is None:
+            raise NotFound(f"no match {match_id}")
+        return actor
+
+    async def _find(self, match_id: str) -> MatchActor | None:
+        actor = self._actors.get(match_id)
+        if actor is not None:
+            return actor
+        events = await self._store.load_log(match_id)  # a finished match evicted from memory
+        if not events:
+            return None
+        actor = MatchActor(self.family, events, self._store, self._deadlines, self._time)
+        self._actors[match_id] = actor
+        self._note_if_finished(actor)
+        return actor
+
+    def _note_if_finished(self, actor: MatchActor) -> None:
+        if not actor.record.is_over:
+            return
+        self._finished[actor.match_id] = None
+        while len(self._finished) > FINISHED_KEPT:
+            evicted, _ = self._finished.popitem(last=False)
+            self._actors.pop(evicted, None)
+
+    async def wake(self, match_id: str) -> None:
+        actor = self._actors.get(match_id)
+        if actor is not None:
+            await actor.wake()
+            self._note_if_finished(actor)
+
+    def note_progress(self, actor: MatchActor) -> None:
+        """Called after an action: a finished match moves to the finished list."""
+        self._note_if_finished(actor)
+
+    def live(self) -> list[MatchActor]:
+        return [a for a in self._actors.values() if not a.record.is_over]
+
+    async def close(self) -> None:
+        for actor in self._actors.values():
+            actor.close()
+        await self._deadlines.close()
+        await self._store.close()
+
+
+__all__ = ["MatchRuntime", "replay"]

@@ -1,0 +1,277 @@
+"""The generic RulesService over gRPC: decode and validate, call the runtime, encode per viewer."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import grpc
+from skillclassics.rules.v1 import rules_pb2, rules_pb2_grpc
+
+from libs.clocks import InvalidTimeControlError, TimeControl
+from libs.engines.base import InvalidOptionsError, MalformedActionError, Outcome, Termination
+from libs.match.actor import MatchActor, MatchClosed
+from libs.match.model import (
+    DEFAULT_DISCONNECT_FORFEIT_MS,
+    DEFAULT_FIRST_MOVE_TIMEOUT_MS,
+    EventKind,
+    MatchRecord,
+    MatchSetup,
+)
+from libs.match.runtime import MatchRuntime
+from libs.runtime.errors import FailedPrecondition, InvalidArgument, Unavailable
+
+MAX_KEY = 128
+MAX_PLAYER_ID = 128
+_STATUS = {
+    "waiting": rules_pb2.MATCH_STATUS_WAITING,
+    "live": rules_pb2.MATCH_STATUS_LIVE,
+    "finished": rules_pb2.MATCH_STATUS_FINISHED,
+    "aborted": rules_pb2.MATCH_STATUS_ABORTED,
+}
+_STATUS_NAMES = {number: name for name, number in _STATUS.items()}
+_TERMINATION = {t: rules_pb2.Termination.Value(f"TERMINATION_{t.value.upper()}") for t in Termination}
+
+
+class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
+    """Implements ``skillclassics.rules.v1.RulesService`` for one family over a :class:`MatchRuntime`."""
+
+    def __init__(self, runtime: MatchRuntime) -> None:
+        self._runtime = runtime
+        self._family = runtime.family
+
+    async def CreateMatch(
+        self, request: rules_pb2.CreateMatchRequest, context: grpc.aio.ServicerContext
+    ) -> rules_pb2.CreateMatchResponse:
+        self._runtime.check_id(request.match_id)
+        key = _key(request.idempotency_key)
+        seats = sorted(request.seats, key=lambda s: s.seat)
+        if [s.seat for s in seats] != [0, 1]:
+            raise InvalidArgument("a match needs exactly seats 0 and 1")
+        players = tuple(s.player_id for s in seats)
+        if any(not p or len(p) > MAX_PLAYER_ID for p in players):
+            raise InvalidArgument(f"every seat needs a player_id of 1-{MAX_PLAYER_ID} characters")
+        if players[0] == players[1]:
+            raise InvalidArgument("one player cannot take both seats")
+        try:
+            options = self._family.options_from_proto(request.options)
+        except InvalidOptionsError as error:
+            raise InvalidArgument(str(error)) from None
+        control = _time_control(request.time_control)
+        for name in ("first_move_timeout_ms", "disconnect_forfeit_ms"):
+            if getattr(request, name) < 0:
+                raise InvalidArgument(f"{name} must not be negative")
+        setup = MatchSetup(
+            match_id=request.match_id,
+            family=self._family.name,
+            players=players,
+            options=self._family.options_to_json(options),
+            time_control=control,
+            fairness_commitment=request.fairness_commitment,
+            first_move_timeout_ms=request.first_move_timeout_ms or DEFAULT_FIRST_MOVE_TIMEOUT_MS,
+            disconnect_forfeit_ms=request.disconnect_forfeit_ms or DEFAULT_DISCONNECT_FORFEIT_MS,
+            created_at_ms=self._runtime_now(),
+        )
+        actor = await self._runtime.create(setup, key)
+        return rules_pb2.CreateMatchResponse(update=self._update(actor.record, None))
+
+    async def SubmitAction(
+        self, request: rules_pb2.SubmitActionRequest, context: grpc.aio.ServicerContext
+    ) -> rules_pb2.SubmitActionResponse:
+        actor = await self._runtime.get(request.match_id)
+        key = _key(request.idempotency_key)
+        which = request.action.WhichOneof("kind")
+        if which is None:
+            raise InvalidArgument("action is empty: set resign or the family's action")
+        if which == "resign":
+            record = await actor.submit(request.seat, key, EventKind.RESIGN, {})
+        else:
+            if which != self._family.name:
+                raise InvalidArgument(f"a {which} action cannot be played in a {self._family.name} match")
+            try:
+                action = self._family.action_from_proto(request.action)
+            except MalformedActionError as error:
+                raise InvalidArgument(str(error)) from None
+            payload = {"action": dict(self._family.action_to_json(action))}
+            record = await actor.submit(request.seat, key, EventKind.ACTION, payload)
+        self._runtime.note_progress(actor)
+        return rules_pb2.SubmitActionResponse(
+            sequence=record.sequence, update=self._update(record, request.seat)
+        )
+
+    async def Watch(
+        self, request: rules_pb2.WatchRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[rules_pb2.WatchResponse]:
+        actor = await self._runtime.get(request.match_id)
+        viewer = _viewer(request, actor)
+        try:
+            async for record in actor.watch(request.from_sequence):
+                yield rules_pb2.WatchResponse(update=self._update(record, viewer))
+        except MatchClosed:
+            raise Unavailable(
+                "the rules service is shutting down; reconnect from your last sequence"
+            ) from None
+
+    async def GetMatch(
+        self, request: rules_pb2.GetMatchRequest, context: grpc.aio.ServicerContext
+    ) -> rules_pb2.GetMatchResponse:
+        actor = await self._runtime.get(request.match_id)
+        record = actor.record
+        setup = record.setup
+        return rules_pb2.GetMatchResponse(
+            update=self._update(record, _viewer(request, actor), at_ms=actor.now_ms()),
+            seats=_seats(setup),
+            options=self._family_options_proto(record),
+            time_control=_time_control_proto(setup.time_control),
+        )
+
+    async def SetPresence(
+        self, request: rules_pb2.SetPresenceRequest, context: grpc.aio.ServicerContext
+    ) -> rules_pb2.SetPresenceResponse:
+        actor = await self._runtime.get(request.match_id)
+        sequence = await actor.set_presence(request.seat, request.connected)
+        self._runtime.note_progress(actor)
+        return rules_pb2.SetPresenceResponse(sequence=sequence)
+
+    async def ListMatches(
+        self, request: rules_pb2.ListMatchesRequest, context: grpc.aio.ServicerContext
+    ) -> rules_pb2.ListMatchesResponse:
+        wanted = {_STATUS_NAMES[s] for s in request.statuses if s in _STATUS_NAMES}
+        summaries = []
+        for actor in self._runtime.live():
+            record = actor.record
+            if wanted and record.status.value not in wanted:
+                continue
+            summaries.append(
+                rules_pb2.MatchSummary(
+                    match_id=record.match_id,
+                    family=self._family.name,
+                    status=_STATUS[record.status.value],
+                    seats=_seats(record.setup),
+                    sequence=record.sequence,
+                )
+            )
+        return rules_pb2.ListMatchesResponse(matches=sorted(summaries, key=lambda m: m.match_id))
+
+    async def GetRecord(
+        self, request: rules_pb2.GetRecordRequest, context: grpc.aio.ServicerContext
+    ) -> rules_pb2.GetRecordResponse:
+        actor = await self._runtime.get(request.match_id)
+        record = actor.record
+        if record.outcome is None:
+            raise FailedPrecondition(f"match {record.match_id} is not over yet")
+        return rules_pb2.GetRecordResponse(
+            match_id=record.match_id,
+            result=_result(record.outcome, record.ended_at_ms or 0),
+            record=self._family.export_record(record),
+            record_format=self._family.record_format,
+        )
+
+    # -- encoding ----------------------------------------------------------------------------------------
+
+    def _runtime_now(self) -> int:
+        return self._runtime.now_ms()
+
+    def _family_options_proto(self, record: MatchRecord) -> rules_pb2.MatchOptions:
+        return self._family.options_to_proto(record.options)
+
+    def _update(
+        self, record: MatchRecord, viewer: int | None, at_ms: int | None = None
+    ) -> rules_pb2.MatchUpdate:
+        """The match as ``viewer`` (a seat, or ``None`` for a spectator) sees it after ``record``'s event."""
+        engine = self._family.engine
+        at = max(record.last_at_ms, at_ms or 0)
+        event = record.last_event
+        to_move = record.to_move(self._family)
+        update = rules_pb2.MatchUpdate(
+            match_id=record.match_id,
+            sequence=record.sequence,
+            status=_STATUS[record.status.value],
+            event=rules_pb2.Event(
+                kind=event.kind.value,
+                seat=event.seat,
+                description=str(event.payload.get("description", "")),
+                at_ms=event.at_ms,
+            ),
+            view=self._family.view_to_proto(engine.view(record.game, viewer)),
+            server_time_ms=at,
+            connected_seats=record.connected_seats(),
+        )
+        if to_move is not None:
+            update.to_move = to_move
+        running = None if record.clock.paused else record.clock.to_move
+        for seat in range(len(record.setup.players)):
+            status = record.clock.status(seat, at)
+            update.clocks.append(
+                rules_pb2.SeatClock(
+                    seat=seat,
+                    remaining_ms=status.remaining_ms,
+                    running=running == seat and record.clock.is_started,
+                    periods_left=status.periods_left,
+                )
+            )
+        if viewer is not None and viewer == to_move:
+            update.legal_actions.extend(engine.legal_actions(record.game, viewer))
+        if record.outcome is not None:
+            update.result.CopyFrom(_result(record.outcome, record.ended_at_ms or at))
+        return update
+
+
+def _key(key: str) -> str:
+    if not key or len(key) > MAX_KEY:
+        raise InvalidArgument(f"idempotency_key must be 1-{MAX_KEY} characters")
+    return key
+
+
+def _viewer(request: rules_pb2.WatchRequest | rules_pb2.GetMatchRequest, actor: MatchActor) -> int | None:
+    which = request.WhichOneof("viewer")
+    if which is None:
+        raise InvalidArgument("viewer must be a seat or spectator")
+    if which == "spectator":
+        return None
+    if request.seat >= len(actor.record.setup.players):
+        raise InvalidArgument(f"seat must be 0-{len(actor.record.setup.players) - 1}, got {request.seat}")
+    return request.seat
+
+
+def _seats(setup: MatchSetup) -> list[rules_pb2.SeatAssignment]:
+    return [rules_pb2.SeatAssignment(seat=i, player_id=p) for i, p in enumerate(setup.players)]
+
+
+def _time_control(proto: rules_pb2.TimeControl) -> TimeControl:
+    try:
+        return TimeControl(
+            base_ms=proto.base_ms,
+            increment_ms=proto.increment_ms,
+            increment_within_ms=proto.increment_within_ms or None,
+            cap_ms=proto.cap_ms or None,
+            periods=proto.periods,
+            period_ms=proto.period_ms,
+        )
+    except InvalidTimeControlError as error:
+        raise InvalidArgument(f"time_control: {error}") from None
+
+
+def _time_control_proto(control: TimeControl) -> rules_pb2.TimeControl:
+    return rules_pb2.TimeControl(
+        base_ms=control.base_ms,
+        increment_ms=control.increment_ms,
+        increment_within_ms=control.increment_within_ms or 0,
+        cap_ms=control.cap_ms or 0,
+        periods=control.periods,
+        period_ms=control.period_ms,
+    )
+
+
+def _result(outcome: Outcome, ended_at_ms: int) -> rules_pb2.Result:
+    result = rules_pb2.Result(
+        termination=_TERMINATION[outcome.termination],
+        tiebreak_step=outcome.tiebreak_step or "",
+        detail=outcome.detail,
+        score=outcome.score,
+        ended_at_ms=ended_at_ms,
+    )
+    if outcome.winner is not None:
+        result.winner = outcome.winner
+    if outcome.cause is not None:
+        result.cause = _TERMINATION[outcome.cause]
+    return result

@@ -1,0 +1,177 @@
+"""The match log, match summaries and results in the database.
+
+Appends go through a :class:`~libs.persistence.group_commit.GroupCommitter`: the events of many
+matches share a commit, and each caller is answered only once its event is durable.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import insert, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from libs.match.model import EventKind, MatchEvent, MatchRecord, outcome_to_json
+from libs.persistence import Database
+from libs.persistence.group_commit import GroupCommitter
+from libs.persistence.schema import match_events, match_results, matches
+
+UNFINISHED = ("waiting", "live")
+
+
+@dataclass(frozen=True, slots=True)
+class MatchResultRow:
+    """A finished match's stored result."""
+
+    match_id: str
+    result: dict[str, Any]
+    record: str
+    record_format: str
+
+
+class MatchStore:
+    """The durable side of one rules shard."""
+
+    def __init__(self, db: Database, family: str, shard: str) -> None:
+        self._db = db
+        self._family = family
+        self._shard = shard
+        self._writer = GroupCommitter(db)
+
+    async def close(self) -> None:
+        await self._writer.close()
+
+    async def create(self, event: MatchEvent) -> None:
+        """Store a new match with its ``created`` event (IntegrityError if the id exists)."""
+
+        async def work(conn: AsyncConnection) -> None:
+            await conn.execute(
+                insert(matches).values(
+                    match_id=event.payload["match_id"],
+                    family=self._family,
+                    shard=self._shard,
+                    status="waiting",
+                    created_at_ms=event.at_ms,
+                )
+            )
+            await conn.execute(insert(match_events).values(**_event_row(event.payload["match_id"], event)))
+
+        await self._writer.run(work)
+
+    async def append(self, record: MatchRecord, previous_status: str, result: dict[str, Any] | None) -> None:
+        """Append the record's last event; update the summary and store the result when they change."""
+        event = record.last_event
+        status = record.status.value
+
+        async def work(conn: AsyncConnection) -> None:
+            await conn.execute(insert(match_events).values(**_event_row(record.match_id, event)))
+            if status != previous_status:
+                await conn.execute(
+                    update(matches)
+                    .where(matches.c.match_id == record.match_id)
+                    .values(status=status, ended_at_ms=record.ended_at_ms)
+                )
+            if result is not None:
+                await conn.execute(insert(match_results).values(**result))
+
+        await self._writer.run(work)
+
+    async def load_unfinished(self) -> dict[str, list[MatchEvent]]:
+        """The logs of this shard's matches that are not over, by match id, in sequence order."""
+        async with self._db.connect() as conn:
+            result = await conn.execute(
+                select(match_events)
+                .join(matches, matches.c.match_id == match_events.c.match_id)
+                .where(
+                    matches.c.shard == self._shard,
+                    matches.c.family == self._family,
+                    matches.c.status.in_(UNFINISHED),
+                )
+                .order_by(match_events.c.match_id, match_events.c.sequence)
+            )
+            logs: dict[str, list[MatchEvent]] = defaultdict(list)
+            for row in result:
+                logs[row.match_id].append(_event(row._mapping))
+        return dict(logs)
+
+    async def load_log(self, match_id: str) -> list[MatchEvent]:
+        async with self._db.connect() as conn:
+            result = await conn.execute(
+                select(match_events)
+                .where(match_events.c.match_id == match_id)
+                .order_by(match_events.c.sequence)
+            )
+            return [_event(row._mapping) for row in result]
+
+    async def summaries(self, statuses: Sequence[str]) -> list[tuple[str, str]]:
+        """(match id, status) of this shard's matches, optionally filtered by status."""
+        query = select(matches.c.match_id, matches.c.status).where(
+            matches.c.shard == self._shard, matches.c.family == self._family
+        )
+        if statuses:
+            query = query.where(matches.c.status.in_(statuses))
+        async with self._db.connect() as conn:
+            return [
+                (row.match_id, row.status) for row in await conn.execute(query.order_by(matches.c.match_id))
+            ]
+
+    async def result(self, match_id: str) -> MatchResultRow | None:
+        async with self._db.connect() as conn:
+            row = (
+                await conn.execute(select(match_results).where(match_results.c.match_id == match_id))
+            ).first()
+        if row is None:
+            return None
+        return MatchResultRow(row.match_id, dict(row.result), row.record, row.record_format)
+
+
+def result_row(record: MatchRecord, record_text: str, record_format: str) -> dict[str, Any]:
+    """The ``match_results`` row of a finished record."""
+    assert record.outcome is not None
+    assert record.ended_at_ms is not None
+    return {
+        "match_id": record.match_id,
+        "family": record.setup.family,
+        "termination": record.outcome.termination.value,
+        "winner": record.outcome.winner,
+        "result": {**outcome_to_json(record.outcome), "ended_at_ms": record.ended_at_ms},
+        "seats": list(record.setup.players),
+        "record": record_text,
+        "record_format": record_format,
+        "clock_history": [[m.seat, m.remaining_ms, m.at_ms] for m in record.clock_marks],
+        "fairness_commitment": record.setup.fairness_commitment,
+        "ended_at_ms": record.ended_at_ms,
+    }
+
+
+def _event_row(match_id: str, event: MatchEvent) -> dict[str, Any]:
+    payload = dict(event.payload)
+    if event.seat is not None:
+        payload["seat"] = event.seat
+    return {
+        "match_id": match_id,
+        "sequence": event.sequence,
+        "kind": event.kind.value,
+        "payload": payload,
+        "at_ms": event.at_ms,
+        "idempotency_key": event.idempotency_key,
+    }
+
+
+def _event(row: Any) -> MatchEvent:
+    payload = dict(row["payload"])
+    seat = payload.pop("seat", None)
+    return MatchEvent(
+        sequence=int(row["sequence"]),
+        kind=EventKind(row["kind"]),
+        at_ms=int(row["at_ms"]),
+        payload=payload,
+        seat=None if seat is None else int(seat),
+        idempotency_key=row["idempotency_key"],
+    )
+
+
+__all__: Sequence[str] = ["MatchResultRow", "MatchStore", "result_row"]

@@ -1,0 +1,383 @@
+"""The chess rules service over real gRPC on localhost, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import grpc
+import pytest
+from skillclassics.chess.v1 import chess_pb2
+from skillclassics.rules.v1 import rules_pb2 as pb
+from skillclassics.rules.v1 import rules_pb2_grpc
+
+from libs.runtime import RunningServer, ServiceConfig, start_server
+from services.rules_chess.service import chess_rules_service
+from tests.support import free_port, wait_until_serving
+
+ROOT = Path(__file__).resolve().parents[3]
+Stub = rules_pb2_grpc.RulesServiceStub
+MINUTE = 60_000
+STALEMATE_IN_ONE = "7k/4Q3/6K1/8/8/8/8/8 w - - 0 1"  # 1. Qf7 stalemates Black: White wins on material
+
+
+def new_id() -> str:
+    return f"chess.0.{uuid.uuid4().hex[:12]}"
+
+
+async def _start(url: str) -> RunningServer:
+    env = {"GRPC_PORT": "0", "METRICS_PORT": "-1", "DATABASE_URL": url}
+    config = ServiceConfig.from_env("rules-chess", env)
+    return await start_server(chess_rules_service(config, {}), config)
+
+
+@pytest.fixture
+async def server(database_url: str) -> AsyncIterator[RunningServer]:
+    running = await _start(database_url)
+    yield running
+    await running.stop(grace=0.5)
+
+
+@pytest.fixture
+async def stub(server: RunningServer) -> AsyncIterator[Stub]:
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        yield Stub(channel)
+
+
+async def create(
+    stub: Stub,
+    match_id: str | None = None,
+    *,
+    base_ms: int = 5 * MINUTE,
+    ruleset: int = chess_pb2.RULESET_CONTEST,
+    fen: str = "",
+    first_move_timeout_ms: int = 0,
+    disconnect_forfeit_ms: int = 0,
+) -> str:
+    match_id = match_id or new_id()
+    await stub.CreateMatch(
+        pb.CreateMatchRequest(
+            match_id=match_id,
+            seats=[pb.SeatAssignment(seat=0, player_id="alice"), pb.SeatAssignment(seat=1, player_id="bob")],
+            options=pb.MatchOptions(chess=chess_pb2.ChessOptions(ruleset=ruleset, initial_fen=fen)),
+            time_control=pb.TimeControl(base_ms=base_ms),
+            idempotency_key=f"create-{match_id}",
+            first_move_timeout_ms=first_move_timeout_ms,
+            disconnect_forfeit_ms=disconnect_forfeit_ms,
+        )
+    )
+    return match_id
+
+
+def move(match_id: str, seat: int, notation: str, key: str | None = None) -> pb.SubmitActionRequest:
+    return pb.SubmitActionRequest(
+        match_id=match_id,
+        seat=seat,
+        idempotency_key=uuid.uuid4().hex if key is None else key,
+        action=pb.Action(chess=chess_pb2.ChessAction(move=notation)),
+    )
+
+
+async def play(stub: Stub, match_id: str, *moves: str, first_seat: int = 0) -> pb.SubmitActionResponse:
+    reply = None
+    for ply, notation in enumerate(moves, start=first_seat):
+        reply = await stub.SubmitAction(move(match_id, ply % 2, notation))
+    assert reply is not None
+    return reply
+
+
+async def refused(call: object, code: grpc.StatusCode, reason: str) -> None:
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await call  # type: ignore[misc]
+    assert caught.value.code() == code, caught.value.details()
+    assert reason in (caught.value.details() or ""), caught.value.details()
+
+
+async def get(stub: Stub, match_id: str, seat: int | None = None) -> pb.MatchUpdate:
+    request = pb.GetMatchRequest(match_id=match_id)
+    if seat is None:
+        request.spectator = True
+    else:
+        request.seat = seat
+    reply = await stub.GetMatch(request)
+    update: pb.MatchUpdate = reply.update
+    return update
+
+
+async def watch(
+    stub: Stub, match_id: str, from_sequence: int, until_sequence: int, within: float = 5.0
+) -> list[pb.MatchUpdate]:
+    call = stub.Watch(pb.WatchRequest(match_id=match_id, spectator=True, from_sequence=from_sequence))
+    updates: list[pb.MatchUpdate] = []
+    try:
+        async with asyncio.timeout(within):
+            async for reply in call:
+                updates.append(reply.update)
+                if reply.update.sequence >= until_sequence:
+                    break
+    finally:
+        call.cancel()
+    return updates
+
+
+async def test_a_whole_game_to_checkmate_with_pgn(stub: Stub) -> None:
+    match_id = await create(stub)
+    created = await get(stub, match_id, seat=0)
+    assert created.status == pb.MATCH_STATUS_WAITING
+    assert created.to_move == 0
+    assert "e2e4" in created.legal_actions
+    reply = await play(stub, match_id, "f3", "e7e5", "g4", "Qh4#")
+    update = reply.update
+    assert update.status == pb.MATCH_STATUS_FINISHED
+    assert update.result.termination == pb.TERMINATION_CHECKMATE
+    assert update.result.winner == 1
+    assert list(update.result.score) == [0.0, 1.0]
+    assert list(update.view.chess.moves_san) == ["f3", "e5", "g4", "Qh4#"]
+    assert update.event.description == "Qh4#"
+    record = await stub.GetRecord(pb.GetRecordRequest(match_id=match_id))
+    assert record.record_format == "pgn"
+    assert '[White "alice"]' in record.record
+    assert "[%clk 0:05:00]" in record.record
+    assert record.record.rstrip().endswith("0-1")
+    await refused(stub.SubmitAction(move(match_id, 0, "e4")), grpc.StatusCode.FAILED_PRECONDITION, "over")
+
+
+async def test_bad_actions_are_refused_with_clear_codes(stub: Stub) -> None:
+    match_id = await create(stub)
+    failed, invalid = grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.INVALID_ARGUMENT
+    await refused(stub.SubmitAction(move(match_id, 1, "e5")), failed, "White")
+    await refused(stub.SubmitAction(move(match_id, 0, "e2e5")), failed, "e2e5")
+    await refused(stub.SubmitAction(move(match_id, 0, "zz9")), invalid, "zz9")
+    await refused(stub.SubmitAction(move(match_id, 5, "e4")), invalid, "seat")
+    empty = pb.SubmitActionRequest(match_id=match_id, seat=0, idempotency_key="k", action=pb.Action())
+    await refused(stub.SubmitAction(empty), invalid, "empty")
+    await refused(stub.SubmitAction(move(match_id, 0, "e4", key="")), invalid, "idempotency_key")
+    await refused(stub.SubmitAction(move("chess.0.nope", 0, "e4")), grpc.StatusCode.NOT_FOUND, "no match")
+    await refused(stub.SubmitAction(move("chess.7.other", 0, "e4")), failed, "shard 7")
+    await refused(stub.SubmitAction(move("go.0.other", 0, "e4")), invalid, "go match")
+    await refused(stub.SubmitAction(move("not an id", 0, "e4")), invalid, "match id")
+    # nothing of that changed the match
+    assert (await get(stub, match_id)).sequence == 1
+
+
+async def test_promotion_must_name_its_piece(stub: Stub) -> None:
+    match_id = await create(stub, fen="8/4P3/8/8/8/k7/8/4K3 w - - 0 1")
+    await refused(stub.SubmitAction(move(match_id, 0, "e7e8")), grpc.StatusCode.FAILED_PRECONDITION, "promot")
+    reply = await stub.SubmitAction(move(match_id, 0, "e7e8q"))
+    assert reply.update.view.chess.moves_san[-1] == "e8=Q"
+
+
+async def test_bad_matches_are_refused(stub: Stub) -> None:
+    invalid = grpc.StatusCode.INVALID_ARGUMENT
+    base = pb.CreateMatchRequest(
+        match_id=new_id(),
+        seats=[pb.SeatAssignment(seat=0, player_id="a"), pb.SeatAssignment(seat=1, player_id="b")],
+        time_control=pb.TimeControl(base_ms=MINUTE),
+        idempotency_key="k",
+    )
+    same_player = pb.CreateMatchRequest()
+    same_player.CopyFrom(base)
+    same_player.seats[1].player_id = "a"
+    await refused(stub.CreateMatch(same_player), invalid, "both seats")
+    no_clock = pb.CreateMatchRequest()
+    no_clock.CopyFrom(base)
+    no_clock.ClearField("time_control")
+    await refused(stub.CreateMatch(no_clock), invalid, "time_control")
+    bad_fen = pb.CreateMatchRequest()
+    bad_fen.CopyFrom(base)
+    bad_fen.options.chess.initial_fen = "not a fen"
+    await refused(stub.CreateMatch(bad_fen), invalid, "FEN")
+    one_seat = pb.CreateMatchRequest()
+    one_seat.CopyFrom(base)
+    del one_seat.seats[1]
+    await refused(stub.CreateMatch(one_seat), invalid, "seats 0 and 1")
+    await stub.CreateMatch(base)
+    assert (await stub.CreateMatch(base)).update.sequence == 1  # the same key: the original answer
+    again = pb.CreateMatchRequest()
+    again.CopyFrom(base)
+    again.idempotency_key = "other"
+    await refused(stub.CreateMatch(again), grpc.StatusCode.ALREADY_EXISTS, "exists")
+
+
+async def test_a_retried_action_gets_the_original_answer(stub: Stub) -> None:
+    match_id = await create(stub)
+    first = await stub.SubmitAction(move(match_id, 0, "e4", key="m1"))
+    await stub.SubmitAction(move(match_id, 1, "e5", key="m2"))
+    retry = await stub.SubmitAction(move(match_id, 0, "e4", key="m1"))
+    assert retry.sequence == first.sequence
+    assert list(retry.update.view.chess.moves_san) == ["e4"]
+    await refused(
+        stub.SubmitAction(move(match_id, 0, "d4", key="m1")),
+        grpc.StatusCode.ALREADY_EXISTS,
+        "different action",
+    )
+    assert list((await get(stub, match_id)).view.chess.moves_san) == ["e4", "e5"]
+
+
+async def test_resignation_ends_the_match_at_once(stub: Stub) -> None:
+    match_id = await create(stub)
+    await play(stub, match_id, "e4")
+    reply = await stub.SubmitAction(
+        pb.SubmitActionRequest(
+            match_id=match_id, seat=0, idempotency_key="r", action=pb.Action(resign=pb.Resign())
+        )
+    )
+    assert reply.update.result.termination == pb.TERMINATION_RESIGNATION
+    assert reply.update.result.winner == 1
+
+
+async def test_stalemate_goes_to_the_tiebreak_in_contest_games(stub: Stub) -> None:
+    match_id = await create(stub, fen=STALEMATE_IN_ONE)
+    reply = await play(stub, match_id, "Qf7")
+    result = reply.update.result
+    assert result.termination == pb.TERMINATION_TIEBREAK
+    assert result.cause == pb.TERMINATION_STALEMATE
+    assert result.tiebreak_step == "material"
+    assert result.winner == 0
+
+
+async def test_fide_draw_by_agreement(stub: Stub) -> None:
+    match_id = await create(stub, ruleset=chess_pb2.RULESET_FIDE)
+    await play(stub, match_id, "e4")
+    draw = pb.SubmitActionRequest(
+        match_id=match_id,
+        seat=1,
+        idempotency_key="offer",
+        action=pb.Action(chess=chess_pb2.ChessAction(draw=chess_pb2.DRAW_ACTION_OFFER)),
+    )
+    offered = await stub.SubmitAction(draw)
+    assert offered.update.view.chess.draw_offer_by == 1
+    accept = pb.SubmitActionRequest(
+        match_id=match_id,
+        seat=0,
+        idempotency_key="accept",
+        action=pb.Action(chess=chess_pb2.ChessAction(draw=chess_pb2.DRAW_ACTION_ACCEPT)),
+    )
+    result = (await stub.SubmitAction(accept)).update.result
+    assert result.termination == pb.TERMINATION_DRAW_AGREED
+    assert not result.HasField("winner")
+    assert list(result.score) == [0.5, 0.5]
+
+
+async def test_the_flag_falls_on_its_own_and_a_late_move_is_refused(stub: Stub) -> None:
+    match_id = await create(stub, base_ms=400)
+    reply = await play(stub, match_id, "e4")  # Black's clock starts now
+    updates = await watch(stub, match_id, reply.sequence, reply.sequence + 1)
+    result = updates[-1].result
+    assert result.termination == pb.TERMINATION_TIMEOUT
+    assert result.winner == 0
+    assert updates[-1].clocks[1].remaining_ms == 0
+    await refused(stub.SubmitAction(move(match_id, 1, "e5")), grpc.StatusCode.FAILED_PRECONDITION, "over")
+
+
+async def test_a_player_who_never_moves_aborts_the_match(stub: Stub) -> None:
+    match_id = await create(stub, first_move_timeout_ms=300)
+    updates = await watch(stub, match_id, 1, 2)
+    assert updates[-1].status == pb.MATCH_STATUS_ABORTED
+    assert updates[-1].result.termination == pb.TERMINATION_ABORTED
+    assert not updates[-1].result.HasField("winner")
+
+
+async def test_disconnect_forfeit_and_its_cancellation(stub: Stub) -> None:
+    match_id = await create(stub, disconnect_forfeit_ms=400)
+    for seat in (0, 1):
+        await stub.SetPresence(pb.SetPresenceRequest(match_id=match_id, seat=seat, connected=True))
+    await play(stub, match_id, "e4", "e5")
+    # Black drops and comes back in time: nothing happens.
+    await stub.SetPresence(pb.SetPresenceRequest(match_id=match_id, seat=1, connected=False))
+    await asyncio.sleep(0.1)
+    await stub.SetPresence(pb.SetPresenceRequest(match_id=match_id, seat=1, connected=True))
+    await asyncio.sleep(0.5)
+    assert (await get(stub, match_id)).status == pb.MATCH_STATUS_LIVE
+    # White drops for good and forfeits.
+    sequence = (
+        await stub.SetPresence(pb.SetPresenceRequest(match_id=match_id, seat=0, connected=False))
+    ).sequence
+    updates = await watch(stub, match_id, sequence, sequence + 1)
+    assert updates[-1].result.termination == pb.TERMINATION_DISCONNECT_FORFEIT
+    assert updates[-1].result.winner == 1
+
+
+async def test_a_watcher_resuming_from_sequence_n_misses_nothing(stub: Stub) -> None:
+    match_id = await create(stub)
+    moves = ["e4", "e5", "Nf3", "Nc6", "Bb5", "a6"]
+    first = asyncio.ensure_future(watch(stub, match_id, 0, 1 + len(moves)))
+    await asyncio.sleep(0.05)
+    await play(stub, match_id, *moves[:3])
+    resumed = asyncio.ensure_future(watch(stub, match_id, 2, 1 + len(moves)))
+    await asyncio.sleep(0.05)
+    await play(stub, match_id, *moves[3:], first_seat=1)
+    everything = await first
+    assert [u.sequence for u in everything] == list(range(1, 2 + len(moves)))
+    assert [u.sequence for u in await resumed] == list(range(3, 2 + len(moves)))
+    assert [u.event.description for u in everything[1:]] == ["e4", "e5", "Nf3", "Nc6", "Bb5", "a6"]
+    assert list(everything[-1].view.chess.moves_san) == moves
+
+
+async def test_a_restart_resumes_every_match_with_its_clocks(database_url: str) -> None:
+    first = await _start(database_url)
+    async with grpc.aio.insecure_channel(first.address) as channel:
+        stub = Stub(channel)
+        match_id = await create(stub)
+        await play(stub, match_id, "e4", "e5", "Nf3")
+        before = await get(stub, match_id)
+    await first.stop(grace=0.5)
+    await asyncio.sleep(0.3)
+    second = await _start(database_url)
+    try:
+        async with grpc.aio.insecure_channel(second.address) as channel:
+            stub = Stub(channel)
+            after = await get(stub, match_id)
+            assert after.sequence == before.sequence
+            assert list(after.view.chess.moves_san) == ["e4", "e5", "Nf3"]
+            # Black's clock ran while the service was down.
+            elapsed = after.server_time_ms - before.server_time_ms
+            assert before.clocks[1].remaining_ms - after.clocks[1].remaining_ms >= elapsed - 5
+            assert after.clocks[1].running
+            await play(stub, match_id, "Nc6", first_seat=1)
+            listed = await stub.ListMatches(pb.ListMatchesRequest(statuses=[pb.MATCH_STATUS_LIVE]))
+            assert match_id in [m.match_id for m in listed.matches]
+    finally:
+        await second.stop(grace=0.5)
+
+
+def test_kill_9_mid_game_loses_no_acknowledged_move(database_url: str, tmp_path: Path) -> None:
+    asyncio.run(_kill_9(database_url, tmp_path))
+
+
+async def _kill_9(database_url: str, tmp_path: Path) -> None:
+    port = free_port()
+    env = {**os.environ, "GRPC_PORT": str(port), "METRICS_PORT": "-1", "DATABASE_URL": database_url}
+    address = f"127.0.0.1:{port}"
+
+    def spawn() -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "services.rules_chess"], cwd=ROOT, env=env, stderr=subprocess.DEVNULL
+        )
+
+    process = spawn()
+    try:
+        await wait_until_serving(address)
+        async with grpc.aio.insecure_channel(address) as channel:
+            stub = Stub(channel)
+            match_id = await create(stub)
+            acknowledged = ["e4", "e5", "Nf3", "Nc6", "Bc4"]
+            await play(stub, match_id, *acknowledged)
+        process.send_signal(signal.SIGKILL)
+        process.wait(10)
+        process = spawn()
+        await wait_until_serving(address)
+        async with grpc.aio.insecure_channel(address) as channel:
+            stub = Stub(channel)
+            assert list((await get(stub, match_id)).view.chess.moves_san) == acknowledged
+            reply = await stub.SubmitAction(move(match_id, 1, "Nf6"))
+            assert reply.sequence == 7
+    finally:
+        process.kill()
+        process.wait(10)
