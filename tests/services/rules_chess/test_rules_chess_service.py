@@ -55,7 +55,7 @@ async def create(
     match_id: str | None = None,
     *,
     base_ms: int = 5 * MINUTE,
-    ruleset: int = chess_pb2.RULESET_CONTEST,
+    ruleset: chess_pb2.Ruleset.ValueType = chess_pb2.RULESET_CONTEST,
     fen: str = "",
     first_move_timeout_ms: int = 0,
     disconnect_forfeit_ms: int = 0,
@@ -89,7 +89,8 @@ async def play(stub: Stub, match_id: str, *moves: str, first_seat: int = 0) -> p
     for ply, notation in enumerate(moves, start=first_seat):
         reply = await stub.SubmitAction(move(match_id, ply % 2, notation))
     assert reply is not None
-    return reply
+    answer: pb.SubmitActionResponse = reply
+    return answer
 
 
 async def refused(call: object, code: grpc.StatusCode, reason: str) -> None:
