@@ -7,7 +7,7 @@ import asyncio
 import importlib
 import sys
 
-BENCHMARKS = {"fairness": "benchmarks.fairness", "clock": "benchmarks.clock"}
+BENCHMARKS = {"fairness": "benchmarks.fairness", "clock": "benchmarks.clock", "chess": "benchmarks.chess"}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -382,3 +382,44 @@ async def _kill_9(database_url: str, tmp_path: Path) -> None:
     finally:
         process.kill()
         process.wait(10)
+
+
+async def test_wake_ups_come_from_the_clock_service(database_url: str) -> None:
+    from skillclassics.clock.v1 import clock_pb2, clock_pb2_grpc
+
+    from services.clock.service import ClockService
+
+    clock_config = ServiceConfig.from_env(
+        "clock", {"GRPC_PORT": "0", "METRICS_PORT": "-1", "DATABASE_URL": database_url}
+    )
+    clock = await start_server(ClockService(clock_config, {}), clock_config)
+    rules_config = ServiceConfig.from_env(
+        "rules-chess", {"GRPC_PORT": "0", "METRICS_PORT": "-1", "DATABASE_URL": database_url}
+    )
+    rules = await start_server(
+        chess_rules_service(rules_config, {"CLOCK_ADDRESS": clock.address}), rules_config
+    )
+    try:
+        async with grpc.aio.insecure_channel(rules.address) as channel:
+            stub = Stub(channel)
+            match_id = await create(stub, base_ms=300)
+            reply = await play(stub, match_id, "d4")
+            updates = await watch(stub, match_id, reply.sequence, reply.sequence + 1)
+            assert updates[-1].result.termination == pb.TERMINATION_TIMEOUT
+        async with grpc.aio.insecure_channel(clock.address) as channel:
+            # The expiry is acknowledged once handled: soon nothing is pending for the rules shard.
+            clock_stub = clock_pb2_grpc.ClockServiceStub(channel)
+            for _ in range(20):
+                call = clock_stub.WatchExpirations(clock_pb2.WatchExpirationsRequest(owner="rules-chess-0"))
+                try:
+                    async with asyncio.timeout(0.2):
+                        await call.read()
+                except TimeoutError:
+                    break
+                finally:
+                    call.cancel()
+            else:
+                pytest.fail("the rules service never acknowledged its wake-up")
+    finally:
+        await rules.stop(grace=0.5)
+        await clock.stop(grace=0.5)

@@ -1,0 +1,87 @@
+"""The match actor without a server: the clock is checked on every action, wake-ups or not."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from libs.clocks import TimeControl
+from libs.engines.base import Termination
+from libs.engines.chess import ChessOptions
+from libs.match.actor import MatchActor, rebuild
+from libs.match.model import EventKind, MatchEvent, MatchSetup
+from libs.match.store import MatchStore
+from libs.persistence import Database
+from libs.runtime.errors import FailedPrecondition
+from libs.runtime.timesource import ServiceTime
+from services.rules_chess.family import ChessFamily
+
+FAMILY = ChessFamily()
+
+
+class NoWakeUps:
+    """Deadlines that never fire: only the actor's own checks can end a match."""
+
+    def __init__(self) -> None:
+        self.armed: dict[str, int] = {}
+
+    async def start(self, on_wake: object) -> None:
+        return None
+
+    async def arm(self, match_id: str, deadline_ms: int) -> None:
+        self.armed[match_id] = deadline_ms
+
+    async def cancel(self, match_id: str) -> None:
+        self.armed.pop(match_id, None)
+
+    async def close(self) -> None:
+        return None
+
+
+def _created(match_id: str, now: int, base_ms: int) -> MatchEvent:
+    setup = MatchSetup(
+        match_id=match_id,
+        family="chess",
+        players=("alice", "bob"),
+        options=FAMILY.options_to_json(ChessOptions()),
+        time_control=TimeControl.sudden_death(base_ms),
+        fairness_commitment="",
+        first_move_timeout_ms=60_000,
+        disconnect_forfeit_ms=60_000,
+        created_at_ms=now,
+    )
+    return MatchEvent(1, EventKind.CREATED, now, setup.to_json(), None, "create")
+
+
+def _move(notation: str) -> dict[str, object]:
+    return {"action": dict(FAMILY.action_to_json(FAMILY.action_from_json({"notation": notation})))}
+
+
+async def test_a_move_after_the_flag_loses_even_without_a_wake_up(migrated_url: str) -> None:
+    db = Database(migrated_url)
+    store = MatchStore(db, "chess", "0")
+    time = ServiceTime()
+    deadlines = NoWakeUps()
+    event = _created("chess.0.late", time.now_ms(), base_ms=200)
+    await store.create(event)
+    actor = MatchActor(FAMILY, [event], store, deadlines, time)  # type: ignore[arg-type]
+    await actor.start()
+    await actor.submit(0, "k1", EventKind.ACTION, _move("e4"))
+    assert deadlines.armed["chess.0.late"] >= time.now_ms()  # Black's flag
+    await asyncio.sleep(0.3)
+    with pytest.raises(FailedPrecondition, match="over"):
+        await actor.submit(1, "k2", EventKind.ACTION, _move("e5"))
+    outcome = actor.record.outcome
+    assert outcome is not None
+    assert outcome.termination is Termination.TIMEOUT
+    assert outcome.winner == 0
+    assert actor.record.ended_at_ms == actor.record.clock_marks[0].at_ms + 200
+    # the log says the same after a restart
+    log = await store.load_log("chess.0.late")
+    assert [e.kind for e in log] == [EventKind.CREATED, EventKind.ACTION, EventKind.END]
+    assert rebuild(FAMILY, log).outcome == outcome
+    assert "e5" not in json.dumps([dict(e.payload) for e in log])
+    await store.close()
+    await db.dispose()
