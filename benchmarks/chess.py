@@ -4,8 +4,6 @@ SubmitAction, and memory per live match with 1,000 live matches."""
 from __future__ import annotations
 
 import asyncio
-import os
-import tempfile
 import time
 import uuid
 
@@ -14,10 +12,9 @@ from skillclassics.chess.v1 import chess_pb2
 from skillclassics.rules.v1 import rules_pb2 as pb
 from skillclassics.rules.v1 import rules_pb2_grpc
 
-from benchmarks.support import free_port, percentile, rss_mib, spawn_service
+from benchmarks.support import bench_service, percentile, rss_mib
 from libs.engines.base import ActionContext
 from libs.engines.chess import CHESS, ChessOptions, Move
-from tests.support import wait_until_serving
 
 ENGINE_MOVES = 5_000
 SERVICE_GAMES = 32
@@ -90,47 +87,34 @@ async def play(
 
 
 async def through_service() -> None:
-    port = free_port()
-    with tempfile.TemporaryDirectory() as data_dir:
-        env = {"GRPC_PORT": str(port), "METRICS_PORT": "-1", "DATA_DIR": data_dir, "LOG_LEVEL": "warning"}
-        database = os.environ.get("BENCH_DATABASE_URL")
-        if database:
-            env["DATABASE_URL"] = database
-        process = spawn_service("services.rules_chess", env)
-        try:
-            address = f"127.0.0.1:{port}"
-            await wait_until_serving(address)
-            async with grpc.aio.insecure_channel(address) as channel:
-                stub = rules_pb2_grpc.RulesServiceStub(channel)
-                matches = [await create(stub) for _ in range(SERVICE_GAMES)]
-                latencies: list[float] = []
-                started = time.perf_counter()
-                counts = await asyncio.gather(
-                    *(play(stub, m, SERVICE_MOVES_PER_GAME, latencies) for m in matches)
-                )
-                elapsed = time.perf_counter() - started
-                latencies.sort()
-                backend = "PostgreSQL" if database else "SQLite"
-                print(
-                    f"through the service ({backend}, {SERVICE_GAMES} games at once): "
-                    f"{sum(counts) / elapsed:,.0f} moves/s; "
-                    f"SubmitAction p50 {percentile(latencies, 0.5) * 1000:.2f} ms, "
-                    f"p99 {percentile(latencies, 0.99) * 1000:.2f} ms (each move durable before the answer)"
-                )
-                before = rss_mib(process.pid)
-                extra = [await create(stub) for _ in range(MEMORY_MATCHES - SERVICE_GAMES)]
-                for batch in range(0, len(extra), 50):
-                    await asyncio.gather(*(play(stub, m, 10, None) for m in extra[batch : batch + 50]))
-                after = rss_mib(process.pid)
-                per_match = (after - before) * 1024 / len(extra)
-                print(
-                    f"memory: {after:.1f} MiB with {MEMORY_MATCHES:,} live matches "
-                    f"(about {per_match:.0f} KiB per live match of 10 moves; "
-                    f"{int(1024 * 1024 / max(per_match, 0.001)):,} such matches per GiB)"
-                )
-        finally:
-            process.terminate()
-            process.wait(30)
+    async with (
+        bench_service("services.rules_chess") as (service, backend),
+        grpc.aio.insecure_channel(service.address) as channel,
+    ):
+        stub = rules_pb2_grpc.RulesServiceStub(channel)
+        matches = [await create(stub) for _ in range(SERVICE_GAMES)]
+        latencies: list[float] = []
+        started = time.perf_counter()
+        counts = await asyncio.gather(*(play(stub, m, SERVICE_MOVES_PER_GAME, latencies) for m in matches))
+        elapsed = time.perf_counter() - started
+        latencies.sort()
+        print(
+            f"through the service ({backend}, {SERVICE_GAMES} games at once): "
+            f"{sum(counts) / elapsed:,.0f} moves/s; "
+            f"SubmitAction p50 {percentile(latencies, 0.5) * 1000:.2f} ms, "
+            f"p99 {percentile(latencies, 0.99) * 1000:.2f} ms (each move durable before the answer)"
+        )
+        before = rss_mib(service.pid)
+        extra = [await create(stub) for _ in range(MEMORY_MATCHES - SERVICE_GAMES)]
+        for batch in range(0, len(extra), 50):
+            await asyncio.gather(*(play(stub, m, 10, None) for m in extra[batch : batch + 50]))
+        after = rss_mib(service.pid)
+        per_match = (after - before) * 1024 / len(extra)
+        print(
+            f"memory: {after:.1f} MiB with {MEMORY_MATCHES:,} live matches "
+            f"(about {per_match:.0f} KiB per live match of 10 moves; "
+            f"{int(1024 * 1024 / max(per_match, 0.001)):,} such matches per GiB)"
+        )
 
 
 async def run() -> None:

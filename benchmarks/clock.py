@@ -7,16 +7,13 @@ minus the timer's deadline (both Unix milliseconds on this machine).
 from __future__ import annotations
 
 import asyncio
-import os
-import tempfile
 import time
 
 import grpc
 from skillclassics.clock.v1 import clock_pb2 as pb
 from skillclassics.clock.v1 import clock_pb2_grpc
 
-from benchmarks.support import free_port, percentile, rss_mib, spawn_service
-from tests.support import wait_until_serving
+from benchmarks.support import bench_service, percentile, rss_mib
 
 LATENESS_TIMERS = 10_000
 SPREAD_MS = 4_000
@@ -67,29 +64,18 @@ async def lateness(stub: clock_pb2_grpc.ClockServiceStub, arm_rate: float) -> No
 
 
 async def run() -> None:
-    port = free_port()
-    with tempfile.TemporaryDirectory() as data_dir:
-        env = {"GRPC_PORT": str(port), "METRICS_PORT": "-1", "DATA_DIR": data_dir, "LOG_LEVEL": "warning"}
-        database = os.environ.get("BENCH_DATABASE_URL")
-        if database:
-            env["DATABASE_URL"] = database
-        process = spawn_service("services.clock", env)
-        try:
-            address = f"127.0.0.1:{port}"
-            await wait_until_serving(address)
-            async with grpc.aio.insecure_channel(address) as channel:
-                stub = clock_pb2_grpc.ClockServiceStub(channel)
-                idle = rss_mib(process.pid)
-                far = int(now_ms()) + 3_600_000
-                arm_rate = await arm_many(stub, "bench-memory", [far + i for i in range(MEMORY_TIMERS)])
-                backend = "PostgreSQL" if database else "SQLite"
-                print(f"arm calls: {arm_rate:,.0f} per second ({CONCURRENCY} in flight, {backend}, durable)")
-                held = rss_mib(process.pid)
-                print(
-                    f"memory: {idle:.1f} MiB before, {held:.1f} MiB with {MEMORY_TIMERS:,} armed timers "
-                    f"({(held - idle) * 1024 * 1024 / MEMORY_TIMERS:.0f} bytes per timer)"
-                )
-                await lateness(stub, arm_rate)
-        finally:
-            process.terminate()
-            process.wait(30)
+    async with (
+        bench_service("services.clock") as (service, backend),
+        grpc.aio.insecure_channel(service.address) as channel,
+    ):
+        stub = clock_pb2_grpc.ClockServiceStub(channel)
+        idle = rss_mib(service.pid)
+        far = int(now_ms()) + 3_600_000
+        arm_rate = await arm_many(stub, "bench-memory", [far + i for i in range(MEMORY_TIMERS)])
+        print(f"arm calls: {arm_rate:,.0f} per second ({CONCURRENCY} in flight, {backend}, durable)")
+        held = rss_mib(service.pid)
+        print(
+            f"memory: {idle:.1f} MiB before, {held:.1f} MiB with {MEMORY_TIMERS:,} armed timers "
+            f"({(held - idle) * 1024 * 1024 / MEMORY_TIMERS:.0f} bytes per timer)"
+        )
+        await lateness(stub, arm_rate)

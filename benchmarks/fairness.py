@@ -5,16 +5,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
-import tempfile
 import time
 
 import grpc
 from skillclassics.fairness.v1 import fairness_pb2 as pb
 from skillclassics.fairness.v1 import fairness_pb2_grpc
 
-from benchmarks.support import free_port, percentile, rss_mib, spawn_service
+from benchmarks.support import bench_service, percentile, rss_mib
 from libs.fairness.derivation import DrawSpec, draw_values, stream_key
-from tests.support import wait_until_serving
 
 IN_PROCESS_DRAWS = 50_000
 SERVICE_DRAWS = 3_000
@@ -33,54 +31,34 @@ def in_process() -> None:
 
 
 async def through_service() -> None:
-    port = free_port()
-    with tempfile.TemporaryDirectory() as data_dir:
-        env = {
-            "GRPC_PORT": str(port),
-            "METRICS_PORT": "-1",
-            "DATA_DIR": data_dir,
-            "LOG_LEVEL": "warning",
-            "FAIRNESS_SEED_KEY": base64.b64encode(os.urandom(32)).decode(),
-        }
-        database = os.environ.get("BENCH_DATABASE_URL")
-        if database:
-            env["DATABASE_URL"] = database
-        process = spawn_service("services.fairness", env)
-        try:
-            address = f"127.0.0.1:{port}"
-            await wait_until_serving(address)
-            idle_rss = rss_mib(process.pid)
-            async with grpc.aio.insecure_channel(address) as channel:
-                stub = fairness_pb2_grpc.FairnessServiceStub(channel)
-                matches = [f"bench-{os.getpid()}-{i}" for i in range(CONCURRENCY)]
-                for match_id in matches:
-                    await stub.Commit(pb.CommitRequest(match_id=match_id, idempotency_key="k"))
-                latencies: list[float] = []
+    seed_key = base64.b64encode(os.urandom(32)).decode()
+    async with bench_service("services.fairness", {"FAIRNESS_SEED_KEY": seed_key}) as (service, backend):
+        idle_rss = rss_mib(service.pid)
+        async with grpc.aio.insecure_channel(service.address) as channel:
+            stub = fairness_pb2_grpc.FairnessServiceStub(channel)
+            matches = [f"bench-{os.getpid()}-{i}" for i in range(CONCURRENCY)]
+            for match_id in matches:
+                await stub.Commit(pb.CommitRequest(match_id=match_id, idempotency_key="k"))
+            latencies: list[float] = []
 
-                async def player(match_id: str, draws: int) -> None:
-                    request = pb.DrawRequest(
-                        match_id=match_id, stream="dice", kind=pb.DRAW_KIND_DICE, count=2
-                    )
-                    for _ in range(draws):
-                        started = time.perf_counter()
-                        await stub.Draw(request)
-                        latencies.append(time.perf_counter() - started)
+            async def player(match_id: str, draws: int) -> None:
+                request = pb.DrawRequest(match_id=match_id, stream="dice", kind=pb.DRAW_KIND_DICE, count=2)
+                for _ in range(draws):
+                    started = time.perf_counter()
+                    await stub.Draw(request)
+                    latencies.append(time.perf_counter() - started)
 
-                started = time.perf_counter()
-                await asyncio.gather(*(player(m, SERVICE_DRAWS // CONCURRENCY) for m in matches))
-                elapsed = time.perf_counter() - started
-            latencies.sort()
-            backend = "PostgreSQL" if database else "SQLite"
-            print(
-                f"through the service ({backend}, {CONCURRENCY} concurrent matches): "
-                f"{len(latencies) / elapsed:,.0f} draws/s, "
-                f"latency p50 {percentile(latencies, 0.5) * 1000:.2f} ms, "
-                f"p99 {percentile(latencies, 0.99) * 1000:.2f} ms (each draw durable before the answer)"
-            )
-            print(f"service memory: {idle_rss:.1f} MiB idle, {rss_mib(process.pid):.1f} MiB after the run")
-        finally:
-            process.terminate()
-            process.wait(15)
+            started = time.perf_counter()
+            await asyncio.gather(*(player(m, SERVICE_DRAWS // CONCURRENCY) for m in matches))
+            elapsed = time.perf_counter() - started
+        latencies.sort()
+        print(
+            f"through the service ({backend}, {CONCURRENCY} concurrent matches): "
+            f"{len(latencies) / elapsed:,.0f} draws/s, "
+            f"latency p50 {percentile(latencies, 0.5) * 1000:.2f} ms, "
+            f"p99 {percentile(latencies, 0.99) * 1000:.2f} ms (each draw durable before the answer)"
+        )
+        print(f"service memory: {idle_rss:.1f} MiB idle, {rss_mib(service.pid):.1f} MiB after the run")
 
 
 async def run() -> None:

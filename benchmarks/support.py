@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
-import socket
-import subprocess
-import sys
-from collections.abc import Sequence
+import tempfile
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support import ServiceProcess
 
 
 def percentile(sorted_values: Sequence[float], fraction: float) -> float:
@@ -20,12 +19,6 @@ def percentile(sorted_values: Sequence[float], fraction: float) -> float:
     return sorted_values[rank]
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def rss_mib(pid: int) -> float:
     """Resident memory of a process in MiB (Linux)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -34,8 +27,16 @@ def rss_mib(pid: int) -> float:
     return float("nan")
 
 
-def spawn_service(module: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    """Start ``python -m module`` from the repository root with ``env`` added to this environment."""
-    return subprocess.Popen(
-        [sys.executable, "-m", module], cwd=ROOT, env={**os.environ, **env}, stderr=subprocess.DEVNULL
-    )
+@contextlib.asynccontextmanager
+async def bench_service(
+    module: str, env: Mapping[str, str] | None = None
+) -> AsyncIterator[tuple[ServiceProcess, str]]:
+    """Run ``module`` as its own process with a scratch data folder, quiet logs, and the database named by
+    ``BENCH_DATABASE_URL`` (default: SQLite in the scratch folder); yields it and the backend's name."""
+    with tempfile.TemporaryDirectory() as data_dir:
+        settings = {"DATA_DIR": data_dir, "LOG_LEVEL": "warning", "DATABASE_URL": "", **(env or {})}
+        database = os.environ.get("BENCH_DATABASE_URL", "")
+        if database:
+            settings["DATABASE_URL"] = database
+        async with ServiceProcess(module, settings) as service:
+            yield service, "PostgreSQL" if database else "SQLite"

@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -18,7 +14,7 @@ from skillclassics.clock.v1 import clock_pb2_grpc
 
 from libs.runtime import RunningServer, ServiceConfig, start_server
 from services.clock.service import ClockService
-from tests.support import free_port, wait_until_serving
+from tests.support import ServiceProcess
 
 ROOT = Path(__file__).resolve().parents[3]
 Stub = clock_pb2_grpc.ClockServiceStub
@@ -216,44 +212,23 @@ def test_kill_9_loses_no_timer_and_acked_ones_stay_acked(tmp_path: Path, databas
 
 
 async def _kill_9(tmp_path: Path, database_url: str) -> None:
-    port = free_port()
-    env = {**os.environ, "GRPC_PORT": str(port), "METRICS_PORT": "-1", "DATABASE_URL": database_url}
-    address = f"127.0.0.1:{port}"
-
-    def spawn() -> subprocess.Popen[bytes]:
-        return subprocess.Popen(
-            [sys.executable, "-m", "services.clock"], cwd=ROOT, env=env, stderr=subprocess.DEVNULL
-        )
-
-    process = spawn()
-    try:
-        await wait_until_serving(address)
-        async with grpc.aio.insecure_channel(address) as channel:
+    async with ServiceProcess("services.clock", {"DATABASE_URL": database_url}) as service:
+        async with grpc.aio.insecure_channel(service.address) as channel:
             stub = Stub(channel)
             for i in range(5):
                 await arm(stub, f"early-{i}", 10 + i)
             early = await collect(stub, 5)
             for expiration in early[:3]:
-                await stub.Ack(
-                    pb.AckRequest(
-                        owner=OWNER, timer_id=expiration.timer.timer_id, arm_id=expiration.timer.arm_id
-                    )
-                )
+                timer = expiration.timer
+                await stub.Ack(pb.AckRequest(owner=OWNER, timer_id=timer.timer_id, arm_id=timer.arm_id))
             for i in range(10):
                 await arm(stub, f"late-{i}", 400 + 10 * i)
-        process.send_signal(signal.SIGKILL)
-        process.wait(10)
+        service.kill()
         await asyncio.sleep(0.6)
-        process = spawn()
-        await wait_until_serving(address)
-        async with grpc.aio.insecure_channel(address) as channel:
+        await service.start()
+        async with grpc.aio.insecure_channel(service.address) as channel:
             fired = await collect(Stub(channel), 12, within=4.0)
-        names = [e.timer.timer_id for e in fired]
-        assert sorted(names) == sorted(
-            [e.timer.timer_id for e in early[3:]] + [f"late-{i}" for i in range(10)]
-        )
-        assert len(set(names)) == len(names)
-        assert all(e.late for e in fired if e.timer.timer_id.startswith("late-"))
-    finally:
-        process.kill()
-        process.wait(10)
+    names = [e.timer.timer_id for e in fired]
+    assert sorted(names) == sorted([e.timer.timer_id for e in early[3:]] + [f"late-{i}" for i in range(10)])
+    assert len(set(names)) == len(names)
+    assert all(e.late for e in fired if e.timer.timer_id.startswith("late-"))

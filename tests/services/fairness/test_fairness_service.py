@@ -5,10 +5,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
-import os
-import signal
-import subprocess
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, cast
@@ -25,7 +21,7 @@ from libs.persistence import Database
 from libs.persistence.schema import fairness_commitments
 from libs.runtime import RunningServer, ServiceConfig, start_server
 from services.fairness.service import FairnessService
-from tests.support import free_port, wait_until_serving
+from tests.support import ServiceProcess
 
 ROOT = Path(__file__).resolve().parents[3]
 SEED_KEY = base64.b64encode(bytes(range(32))).decode()
@@ -294,39 +290,17 @@ def test_kill_9_and_restart_keeps_every_draw(tmp_path: Path) -> None:
 
 
 async def _kill_and_restart(tmp_path: Path) -> None:
-    port = free_port()
-    env = {
-        **os.environ,
-        "GRPC_PORT": str(port),
-        "METRICS_PORT": "-1",
-        "DATA_DIR": str(tmp_path),
-        "FAIRNESS_SEED_KEY": SEED_KEY,
-    }
-    env.pop("DATABASE_URL", None)
-    address = f"127.0.0.1:{port}"
-
-    def spawn() -> subprocess.Popen[bytes]:
-        return subprocess.Popen(
-            [sys.executable, "-m", "services.fairness"], cwd=ROOT, env=env, stderr=subprocess.DEVNULL
-        )
-
-    process = spawn()
-    try:
-        await wait_until_serving(address)
-        async with grpc.aio.insecure_channel(address) as channel:
+    env = {"DATA_DIR": str(tmp_path), "FAIRNESS_SEED_KEY": SEED_KEY, "DATABASE_URL": ""}
+    async with ServiceProcess("services.fairness", env) as service:
+        async with grpc.aio.insecure_channel(service.address) as channel:
             stub = Stub(channel)
             await stub.Commit(pb.CommitRequest(match_id="k9", idempotency_key="k"))
             acknowledged = [(await stub.Draw(dice("k9"))).draw for _ in range(10)]
-        process.send_signal(signal.SIGKILL)
-        process.wait(10)
-        process = spawn()
-        await wait_until_serving(address)
-        async with grpc.aio.insecure_channel(address) as channel:
+        service.kill()
+        await service.start()
+        async with grpc.aio.insecure_channel(service.address) as channel:
             stub = Stub(channel)
             await stub.Finish(pb.FinishRequest(match_id="k9"))
             revealed = await stub.Reveal(pb.RevealRequest(match_id="k9"))
         assert list(revealed.draws) == acknowledged
         assert verify(Proof.from_json(revealed.proof_json)).ok
-    finally:
-        process.kill()
-        process.wait(10)

@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import subprocess
-import sys
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -19,7 +15,7 @@ from skillclassics.rules.v1 import rules_pb2_grpc
 
 from libs.runtime import RunningServer, ServiceConfig, start_server
 from services.rules_chess.service import chess_rules_service
-from tests.support import free_port, wait_until_serving
+from tests.support import ServiceProcess
 
 ROOT = Path(__file__).resolve().parents[3]
 Stub = rules_pb2_grpc.RulesServiceStub
@@ -353,35 +349,19 @@ def test_kill_9_mid_game_loses_no_acknowledged_move(database_url: str, tmp_path:
 
 
 async def _kill_9(database_url: str, tmp_path: Path) -> None:
-    port = free_port()
-    env = {**os.environ, "GRPC_PORT": str(port), "METRICS_PORT": "-1", "DATABASE_URL": database_url}
-    address = f"127.0.0.1:{port}"
-
-    def spawn() -> subprocess.Popen[bytes]:
-        return subprocess.Popen(
-            [sys.executable, "-m", "services.rules_chess"], cwd=ROOT, env=env, stderr=subprocess.DEVNULL
-        )
-
-    process = spawn()
-    try:
-        await wait_until_serving(address)
-        async with grpc.aio.insecure_channel(address) as channel:
+    async with ServiceProcess("services.rules_chess", {"DATABASE_URL": database_url}) as service:
+        async with grpc.aio.insecure_channel(service.address) as channel:
             stub = Stub(channel)
             match_id = await create(stub)
             acknowledged = ["e4", "e5", "Nf3", "Nc6", "Bc4"]
             await play(stub, match_id, *acknowledged)
-        process.send_signal(signal.SIGKILL)
-        process.wait(10)
-        process = spawn()
-        await wait_until_serving(address)
-        async with grpc.aio.insecure_channel(address) as channel:
+        service.kill()
+        await service.start()
+        async with grpc.aio.insecure_channel(service.address) as channel:
             stub = Stub(channel)
             assert list((await get(stub, match_id)).view.chess.moves_san) == acknowledged
             reply = await stub.SubmitAction(move(match_id, 1, "Nf6"))
             assert reply.sequence == 7
-    finally:
-        process.kill()
-        process.wait(10)
 
 
 async def test_wake_ups_come_from_the_clock_service(database_url: str) -> None:
