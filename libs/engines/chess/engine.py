@@ -67,8 +67,9 @@ class ChessOptions:
     """A chess table's rules.
 
     ``initial_fen`` starts the game from a position instead of the usual one; it is normalised to
-    python-chess's FEN. A FEN that is not a legal position, or one where the game is already over
-    (no legal move, insufficient material, halfmove clock at 150), raises :class:`InvalidOptionsError`.
+    python-chess's FEN, and the usual position's FEN to ``None``. A FEN that is not a legal position,
+    or one where the game is already over (no legal move, insufficient material, halfmove clock at
+    150), raises :class:`InvalidOptionsError`.
     """
 
     ruleset: Ruleset = Ruleset.CONTEST
@@ -82,7 +83,8 @@ class ChessOptions:
             raise InvalidOptionsError(f"unknown chess ruleset {self.ruleset!r} (choose {choices})") from None
         object.__setattr__(self, "ruleset", ruleset)
         if self.initial_fen is not None:
-            object.__setattr__(self, "initial_fen", _board_from_fen(self.initial_fen).fen())
+            fen = _board_from_fen(self.initial_fen).fen()
+            object.__setattr__(self, "initial_fen", None if fen == chess.STARTING_FEN else fen)
 
     def initial_board(self) -> chess.Board:
         """A fresh board at the starting position."""
@@ -116,7 +118,8 @@ class ChessState:
     """A chess game: options, the moves made, any pending draw offer and, once over, the outcome.
 
     Build it with :meth:`ChessEngine.new_game` and :meth:`ChessEngine.apply`; never construct it by
-    hand. Two states are equal when their options and history are equal.
+    hand. States compare by value: options, moves, draw offer, outcome and clocks (the board is derived
+    from those and takes no part).
     """
 
     options: ChessOptions

@@ -3,7 +3,8 @@
 Two notations are accepted, as players type them:
 
 - UCI (``e2e4``, ``e1g1``, ``e7e8q``): origin square, target square, promotion piece. Castling is the
-  king's two-square move. A promotion letter may be given in either case; ``e7e8Q`` reads as ``e7e8q``.
+  king's two-square move (``e1g1``; the Chess960 form ``e1h1`` is refused as illegal). A promotion
+  letter may be given in either case; ``e7e8Q`` reads as ``e7e8q``. Null moves (``0000``) are malformed.
 - SAN (``Nf3``, ``exd5``, ``O-O``, ``0-0-0``, ``e8=Q+``, ``e8Q``), read by python-chess's SAN parser.
   Check and mate marks are optional and not verified; over-specified moves (``Ng1f3``) are accepted.
 
@@ -85,7 +86,9 @@ def _resolve_uci(board: chess.Board, text: str) -> chess.Move:
     promotion = chess.PIECE_SYMBOLS.index(letter.lower()) if letter else None
     # Filter on the target here: python-chess's own target mask would drop castling (king takes rook).
     candidates = [
-        move for move in board.generate_legal_moves(chess.BB_SQUARES[from_square]) if move.to_square == to_square
+        move
+        for move in board.generate_legal_moves(chess.BB_SQUARES[from_square])
+        if move.to_square == to_square
     ]
     for move in candidates:
         if move.promotion == promotion:

@@ -133,7 +133,7 @@ def _move_tokens(state: ChessState, clocks: Sequence[int]) -> list[str]:
         tokens.append(san)
         after_comment = index < len(clocks)
         if after_comment:
-            tokens += ["{", f"[%clk {format_clock(clocks[index])}]", "}"]
+            tokens.append(f"{{ [%clk {format_clock(clocks[index])}] }}")  # never split across lines
         if not white_to_move:
             number += 1
         white_to_move = not white_to_move
