@@ -8,8 +8,9 @@ owns time, persistence and delivery; it hands the engine everything else it need
   position forbids it). ``context`` carries the clocks as of the action, for rules that read them
   (the contest chess tiebreak's "more time left").
 - ``outcome(state)`` is the end of the game, or ``None``; ``is_over(state)`` is just that.
-- ``timeout_outcome(state, seat)`` says what it means that ``seat`` ran out of time (a loss, or a draw
-  where the ruleset says the opponent could not have won).
+- ``timeout_outcome(state, seat)`` and ``resignation_outcome(state, seat)`` say what it means that
+  ``seat`` ran out of time or resigned (a loss, or a draw where the ruleset says the opponent could not
+  have won).
 - ``view(state, seat)`` is what ``seat`` may see (``None``: a spectator); hidden information never leaves
   an engine except through a view computed for the player allowed to see it.
 - ``legal_actions(state, seat)`` lists, sorted, the actions ``seat`` may take now, in the family's own
@@ -116,5 +117,9 @@ class Engine(Protocol[State, Options, View]):
     def outcome(self, state: State) -> Outcome | None: ...
 
     def timeout_outcome(self, state: State, seat: int) -> Outcome: ...
+
+    def resignation_outcome(self, state: State, seat: int) -> Outcome:
+        """What it means that ``seat`` resigned (a loss, or a draw where the opponent could not win)."""
+        ...
 
     def view(self, state: State, seat: int | None) -> View: ...

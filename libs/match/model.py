@@ -275,14 +275,7 @@ def step(family: Family, record: MatchRecord, event: MatchEvent) -> MatchRecord:
         return replace(base, disconnected_since=tuple(since))
     if event.kind is EventKind.RESIGN:
         assert event.seat is not None
-        winner = 1 - event.seat
-        outcome = Outcome(
-            Termination.RESIGNATION,
-            winner,
-            detail=f"{_seat_name(family, event.seat)} resigned",
-            score=_win_score(winner),
-        )
-        return _end(base, outcome, event.at_ms)
+        return _end(base, family.engine.resignation_outcome(record.game, event.seat), event.at_ms)
     if event.kind is EventKind.END:
         return _end(base, outcome_from_json(event.payload["outcome"]), int(event.payload["ended_at_ms"]))
     raise ValueError(f"unexpected event kind {event.kind}")

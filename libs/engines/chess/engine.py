@@ -274,6 +274,23 @@ class ChessEngine:
         actions.sort()
         return actions
 
+    def resignation_outcome(self, state: ChessState, seat: int) -> Outcome:
+        """What it means that ``seat`` resigned: the opponent wins; in the FIDE ruleset it is a draw
+        instead when the opponent has insufficient material to mate (seed 001: "a resignation by one
+        player results in a draw if their opponent has no way to checkmate them")."""
+        _check_seat(seat)
+        opponent = 1 - seat
+        resigned, other = COLOR_NAMES[seat], COLOR_NAMES[opponent]
+        fide = state.options.ruleset is Ruleset.FIDE
+        if fide and state._board.has_insufficient_material(color_of(opponent)):
+            return Outcome(
+                termination=Termination.DEAD_POSITION,
+                winner=None,
+                detail=f"{resigned} resigned, but {other} cannot checkmate: draw",
+                score=DRAW_SCORE,
+            )
+        return _win(Termination.RESIGNATION, opponent, f"{resigned} resigned")
+
     def timeout_outcome(self, state: ChessState, seat: int) -> Outcome:
         """What it means that ``seat`` ran out of time: the opponent wins; in the FIDE ruleset it is a
         draw instead when the opponent has insufficient material to mate (a lone king, king and knight,

@@ -85,3 +85,36 @@ async def test_a_move_after_the_flag_loses_even_without_a_wake_up(migrated_url: 
     assert "e5" not in json.dumps([dict(e.payload) for e in log])
     await store.close()
     await db.dispose()
+
+
+async def test_a_slow_watcher_is_cut_off_and_never_blocks_the_match(
+    migrated_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from libs.match import actor as actor_module
+    from libs.runtime.errors import ResourceExhausted
+
+    monkeypatch.setattr(actor_module, "WATCHER_QUEUE_LIMIT", 3)
+    db = Database(migrated_url)
+    store = MatchStore(db, "chess", "0")
+    time = ServiceTime()
+    event = _created("chess.0.slow", time.now_ms(), base_ms=60_000)
+    await store.create(event)
+    actor = MatchActor(FAMILY, [event], store, NoWakeUps(), time)  # type: ignore[arg-type]
+    stream = actor.watch(1)
+    first = asyncio.ensure_future(stream.__anext__())  # registered, then never read again
+    await asyncio.sleep(0)
+    for ply, notation in enumerate(["e4", "e5", "Nf3", "Nc6", "Bb5", "a6"]):
+        await asyncio.wait_for(actor.submit(ply % 2, f"k{ply}", EventKind.ACTION, _move(notation)), 2)
+    assert actor.record.sequence == 7
+    received = [await first]
+
+    async def drain() -> None:
+        while True:
+            received.append(await stream.__anext__())
+
+    with pytest.raises(ResourceExhausted, match="reconnect"):
+        await drain()
+    # the one it was waiting for, then the three the queue held; the rest it must catch up on by reconnecting
+    assert [r.sequence for r in received] == [2, 3, 4, 5]
+    await store.close()
+    await db.dispose()

@@ -443,3 +443,16 @@ def test_fide_timeout_against_a_lone_king_is_a_draw() -> None:
 def test_fide_timeout_reads_the_opponents_mating_material(fen: str, draw: bool) -> None:
     outcome = CHESS.timeout_outcome(new(fen, FIDE), 1)
     assert outcome.is_draw is draw
+
+
+def test_resignation_loses_except_against_a_side_that_cannot_mate_in_fide() -> None:
+    contest = CHESS.new_game(ChessOptions(Ruleset.CONTEST, "8/8/8/4k3/8/8/8/3QK3 w - - 0 1"))
+    lost = CHESS.resignation_outcome(contest, 1)
+    assert lost.termination is Termination.RESIGNATION
+    assert lost.winner == 0
+    # In FIDE, White resigning against a lone king is a draw: Black could never checkmate.
+    fide = CHESS.new_game(ChessOptions(Ruleset.FIDE, "8/8/8/4k3/8/8/8/3QK3 w - - 0 1"))
+    drawn = CHESS.resignation_outcome(fide, 0)
+    assert drawn.winner is None
+    assert drawn.score == (0.5, 0.5)
+    assert CHESS.resignation_outcome(fide, 1).winner == 0
