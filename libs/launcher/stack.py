@@ -190,9 +190,12 @@ class Stack:
         env["DATA_DIR"] = str(self.data_dir)
         env["PYTHONUNBUFFERED"] = "1"
         env.setdefault("LOG_FORMAT", "json")
-        if name.startswith("rules-") and "clock" in self.ports and "CLOCK_ADDRESS" not in self._env:
-            # The rules services arm their wake-ups on the stack's clock service.
-            env["CLOCK_ADDRESS"] = f"127.0.0.1:{self.ports['clock'].grpc}"
+        if name.startswith("rules-"):
+            # The rules services arm their wake-ups on the stack's clock service and report results
+            # to its fairness service.
+            for service, variable in (("clock", "CLOCK_ADDRESS"), ("fairness", "FAIRNESS_ADDRESS")):
+                if service in self.ports and variable not in self._env:
+                    env[variable] = f"127.0.0.1:{self.ports[service].grpc}"
         return env
 
     # Starting and stopping.

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import deque
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -70,8 +70,10 @@ class MatchActor:
         store: MatchStore,
         deadlines: Deadlines,
         time: ServiceTime,
+        on_finished: Callable[[], None] = lambda: None,
     ) -> None:
         self.family = family
+        self._on_finished = on_finished
         self.events = events
         self.record = rebuild(family, events)
         self._store = store
@@ -172,6 +174,8 @@ class MatchActor:
         if updated.is_over:
             result = result_row(updated, self.family.export_record(updated), self.family.record_format)
         await self._store.append(updated, previous, result)
+        if result is not None:
+            self._on_finished()  # the result is in the outbox: the reporter delivers it
         self.record = updated
         self.events.append(updated.last_event)
         if updated.last_event.idempotency_key:

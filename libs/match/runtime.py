@@ -11,6 +11,7 @@ from libs.match.deadlines import Deadlines
 from libs.match.family import Family
 from libs.match.ids import MatchId, MatchIdError
 from libs.match.model import EventKind, MatchEvent, MatchSetup
+from libs.match.reporting import ResultReporter
 from libs.match.store import MatchStore
 from libs.runtime.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
 from libs.runtime.log import get_logger
@@ -25,8 +26,15 @@ class MatchRuntime:
     """Every match of one family on one shard."""
 
     def __init__(
-        self, family: Family, shard: int, store: MatchStore, deadlines: Deadlines, time: ServiceTime
+        self,
+        family: Family,
+        shard: int,
+        store: MatchStore,
+        deadlines: Deadlines,
+        time: ServiceTime,
+        reporter: ResultReporter | None = None,
     ) -> None:
+        self._reporter = reporter
         self.family = family
         self.shard = shard
         self._store = store
@@ -38,9 +46,11 @@ class MatchRuntime:
     async def start(self) -> None:
         """Rebuild every unfinished match from its log, end what fell due while down, re-arm the rest."""
         await self._deadlines.start(self.wake)
+        if self._reporter is not None:
+            self._reporter.start()
         logs = await self._store.load_unfinished()
         for match_id, events in logs.items():
-            self._actors[match_id] = MatchActor(self.family, events, self._store, self._deadlines, self._time)
+            self._actors[match_id] = self._actor(events)
         for actor in list(self._actors.values()):
             await actor.start()
             self._note_if_finished(actor)
@@ -73,7 +83,7 @@ class MatchRuntime:
                 return existing
             raise AlreadyExists(f"match {setup.match_id} exists already")
         event = MatchEvent(1, EventKind.CREATED, setup.created_at_ms, setup.to_json(), None, idempotency_key)
-        actor = MatchActor(self.family, [event], self._store, self._deadlines, self._time)
+        actor = self._actor([event])
         try:
             await self._store.create(event)
         except IntegrityError:
@@ -96,10 +106,14 @@ class MatchRuntime:
         events = await self._store.load_log(match_id)  # a finished match evicted from memory
         if not events:
             return None
-        actor = MatchActor(self.family, events, self._store, self._deadlines, self._time)
+        actor = self._actor(events)
         self._actors[match_id] = actor
         self._note_if_finished(actor)
         return actor
+
+    def _actor(self, events: list[MatchEvent]) -> MatchActor:
+        notify = self._reporter.notify if self._reporter is not None else (lambda: None)
+        return MatchActor(self.family, events, self._store, self._deadlines, self._time, notify)
 
     def _note_if_finished(self, actor: MatchActor) -> None:
         if not actor.record.is_over:
@@ -126,6 +140,8 @@ class MatchRuntime:
         for actor in self._actors.values():
             actor.close()
         await self._deadlines.close()
+        if self._reporter is not None:
+            await self._reporter.close()
         await self._store.close()
 
 

@@ -137,4 +137,6 @@ match_results = Table(
     Column("clock_history", JSON, nullable=False),
     Column("fairness_commitment", String(64), nullable=False),
     Column("ended_at_ms", BigInteger, nullable=False),
+    # The outbox: set once the result reached every configured recipient (fairness, matchmaking).
+    Column("reported_at_ms", BigInteger, nullable=True),
 )

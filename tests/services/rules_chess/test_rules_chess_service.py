@@ -403,3 +403,59 @@ async def test_wake_ups_come_from_the_clock_service(database_url: str) -> None:
     finally:
         await rules.stop(grace=0.5)
         await clock.stop(grace=0.5)
+
+
+async def test_results_reach_the_fairness_service_even_after_it_was_down(
+    database_url: str, tmp_path: Path
+) -> None:
+    import base64
+
+    from skillclassics.fairness.v1 import fairness_pb2, fairness_pb2_grpc
+
+    fairness_env = {
+        "DATABASE_URL": database_url,
+        "DATA_DIR": str(tmp_path),
+        "FAIRNESS_SEED_KEY": base64.b64encode(bytes(32)).decode(),
+    }
+    async with ServiceProcess("services.fairness", fairness_env) as fairness:
+        match_id = new_id()
+        async with grpc.aio.insecure_channel(fairness.address) as channel:
+            committed = await fairness_pb2_grpc.FairnessServiceStub(channel).Commit(
+                fairness_pb2.CommitRequest(match_id=match_id, idempotency_key="k")
+            )
+        fairness.kill()  # the fairness service is down when the match ends
+        rules_config = ServiceConfig.from_env(
+            "rules-chess", {"GRPC_PORT": "0", "METRICS_PORT": "-1", "DATABASE_URL": database_url}
+        )
+        service = chess_rules_service(rules_config, {"FAIRNESS_ADDRESS": fairness.address})
+        rules = await start_server(service, rules_config)
+        try:
+            async with grpc.aio.insecure_channel(rules.address) as channel:
+                stub = Stub(channel)
+                request = pb.CreateMatchRequest(
+                    match_id=match_id,
+                    seats=[
+                        pb.SeatAssignment(seat=0, player_id="a"),
+                        pb.SeatAssignment(seat=1, player_id="b"),
+                    ],
+                    time_control=pb.TimeControl(base_ms=MINUTE),
+                    fairness_commitment=committed.commitment,
+                    idempotency_key="k",
+                )
+                await stub.CreateMatch(request)
+                await play(stub, match_id, "f3", "e5", "g4", "Qh4#")
+            await fairness.start()
+            async with grpc.aio.insecure_channel(fairness.address) as channel:
+                fairness_stub = fairness_pb2_grpc.FairnessServiceStub(channel)
+                for _ in range(50):
+                    status = await fairness_stub.GetCommitment(
+                        fairness_pb2.GetCommitmentRequest(match_id=match_id)
+                    )
+                    if status.state == fairness_pb2.MATCH_STATE_FINISHED:
+                        break
+                    await asyncio.sleep(0.1)
+                assert status.state == fairness_pb2.MATCH_STATE_FINISHED
+                revealed = await fairness_stub.Reveal(fairness_pb2.RevealRequest(match_id=match_id))
+                assert revealed.commitment == committed.commitment
+        finally:
+            await rules.stop(grace=0.5)

@@ -58,6 +58,7 @@ def upgrade() -> None:
         sa.Column("clock_history", sa.JSON(), nullable=False),
         sa.Column("fairness_commitment", sa.String(64), nullable=False),
         sa.Column("ended_at_ms", sa.BigInteger(), nullable=False),
+        sa.Column("reported_at_ms", sa.BigInteger(), nullable=True),
         sa.ForeignKeyConstraint(
             ["match_id"],
             ["matches.match_id"],

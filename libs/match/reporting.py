@@ -1,0 +1,151 @@
+"""Reporting results: a transactional outbox, so a result reaches every recipient even across restarts.
+
+A finished match's result row is written in the same transaction as its last event, with
+``reported_at_ms`` unset. A :class:`ResultReporter` delivers unreported results to every configured
+recipient and sets ``reported_at_ms`` once all have accepted; a failed delivery is retried with
+backoff, and the scan at start picks up whatever a crash interrupted. Recipients must be idempotent
+(fairness ``Finish`` is; so will matchmaking's result call be).
+
+Recipients today: the fairness service (``FAIRNESS_ADDRESS``), told to finish the stream of every
+match created with a fairness commitment, so that its seed can be revealed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import grpc
+from skillclassics.fairness.v1 import fairness_pb2, fairness_pb2_grpc
+from sqlalchemy import Select, select, update
+
+from libs.persistence import Database
+from libs.persistence.schema import match_results, matches
+from libs.runtime.log import get_logger
+from libs.runtime.timesource import ServiceTime
+
+_log = get_logger(__name__)
+
+
+class Recipient(Protocol):
+    """Someone who must hear of every result."""
+
+    name: str
+
+    async def deliver(self, result: dict[str, Any]) -> None:
+        """Accept one result row (raise to have it retried later)."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+class FairnessRecipient:
+    """Finishes the fairness stream of matches that have a commitment (then the seed can be revealed)."""
+
+    name = "fairness"
+
+    def __init__(self, address: str, timeout: float = 3.0) -> None:
+        self._channel = grpc.aio.insecure_channel(address)
+        self._stub = fairness_pb2_grpc.FairnessServiceStub(self._channel)
+        self._timeout = timeout
+
+    async def deliver(self, result: dict[str, Any]) -> None:
+        if result["fairness_commitment"]:
+            await self._stub.Finish(
+                fairness_pb2.FinishRequest(match_id=result["match_id"]), timeout=self._timeout
+            )
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+
+class ResultReporter:
+    """Delivers this shard's unreported results to every recipient, in the background."""
+
+    def __init__(
+        self,
+        db: Database,
+        family: str,
+        shard: str,
+        recipients: Sequence[Recipient],
+        time: ServiceTime,
+        retry_seconds: float = 1.0,
+    ) -> None:
+        self._db = db
+        self._family = family
+        self._shard = shard
+        self._recipients = list(recipients)
+        self._time = time
+        self._retry = retry_seconds
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+        self._wake.set()  # deliver what a previous process left
+
+    def notify(self) -> None:
+        """A result was just written: deliver it soon."""
+        self._wake.set()
+
+    async def deliver_pending(self) -> int:
+        """One pass over the unreported results; returns how many were fully delivered."""
+        async with self._db.connect() as conn:
+            rows = await conn.execute(
+                self._pending(select(match_results)).order_by(match_results.c.ended_at_ms)
+            )
+            pending = [dict(row._mapping) for row in rows]
+        delivered = 0
+        for result in pending:
+            try:
+                for recipient in self._recipients:
+                    await recipient.deliver(result)
+            except Exception as error:  # a recipient is down: keep the row, try again later
+                _log.warning(
+                    "result.delivery_failed", match_id=result["match_id"], error=type(error).__name__
+                )
+                continue
+            async with self._db.begin() as conn:
+                await conn.execute(
+                    update(match_results)
+                    .where(match_results.c.match_id == result["match_id"])
+                    .values(reported_at_ms=self._time.now_ms())
+                )
+            delivered += 1
+        return delivered
+
+    async def _run(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            try:
+                await self.deliver_pending()
+            except Exception as error:  # the database is unreachable: the next notify or retry tries again
+                _log.warning("result.scan_failed", error=type(error).__name__)
+                await asyncio.sleep(self._retry)
+                self._wake.set()
+                continue
+            if await self._has_pending():
+                await asyncio.sleep(self._retry)
+                self._wake.set()
+
+    async def _has_pending(self) -> bool:
+        async with self._db.connect() as conn:
+            found = await conn.execute(self._pending(select(match_results.c.match_id)).limit(1))
+            return found.first() is not None
+
+    def _pending(self, query: Select[Any]) -> Select[Any]:
+        """``query`` narrowed to this shard's results not yet reported."""
+        return query.join(matches, matches.c.match_id == match_results.c.match_id).where(
+            match_results.c.reported_at_ms.is_(None),
+            matches.c.family == self._family,
+            matches.c.shard == self._shard,
+        )
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        for recipient in self._recipients:
+            await recipient.close()
