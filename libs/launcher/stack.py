@@ -42,6 +42,17 @@ KEPT_LINES = 200
 _WILDCARD_HOSTS = ("", "0.0.0.0", "::", "[::]")
 
 
+_WIRING: dict[str, tuple[tuple[str, str], ...]] = {
+    "rules": (
+        ("clock", "CLOCK_ADDRESS"),
+        ("fairness", "FAIRNESS_ADDRESS"),
+        ("matchmaking", "MATCHMAKING_ADDRESS"),
+    ),
+    "matchmaking": (("fairness", "FAIRNESS_ADDRESS"),),
+}
+"""For each kind of service, the other services it calls and the variable that gives their address."""
+
+
 class StartError(RuntimeError):
     """A service exited, or did not report SERVING in time, while the stack started."""
 
@@ -190,12 +201,12 @@ class Stack:
         env["DATA_DIR"] = str(self.data_dir)
         env["PYTHONUNBUFFERED"] = "1"
         env.setdefault("LOG_FORMAT", "json")
-        if name.startswith("rules-"):
-            # The rules services arm their wake-ups on the stack's clock service and report results
-            # to its fairness service.
-            for service, variable in (("clock", "CLOCK_ADDRESS"), ("fairness", "FAIRNESS_ADDRESS")):
-                if service in self.ports and variable not in self._env:
-                    env[variable] = f"127.0.0.1:{self.ports[service].grpc}"
+        for service, variable in _WIRING.get(name.split("-")[0], ()):
+            # How the stack's services find each other (a deployment sets the same variables).
+            if service in self.ports and variable not in self._env:
+                env[variable] = f"127.0.0.1:{self.ports[service].grpc}"
+        if name == "matchmaking" and "RULES_CHESS_ADDRESSES" not in self._env and "rules-chess" in self.ports:
+            env["RULES_CHESS_ADDRESSES"] = f"127.0.0.1:{self.ports['rules-chess'].grpc}"
         return env
 
     # Starting and stopping.

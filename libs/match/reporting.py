@@ -6,8 +6,9 @@ recipient and sets ``reported_at_ms`` once all have accepted; a failed delivery 
 backoff, and the scan at start picks up whatever a crash interrupted. Recipients must be idempotent
 (fairness ``Finish`` is; so will matchmaking's result call be).
 
-Recipients today: the fairness service (``FAIRNESS_ADDRESS``), told to finish the stream of every
-match created with a fairness commitment, so that its seed can be revealed.
+Recipients, in delivery order: the fairness service (``FAIRNESS_ADDRESS``), told to finish the stream of
+every match created with a fairness commitment, so that its seed can be revealed; then matchmaking
+(``MATCHMAKING_ADDRESS``), which closes the table and updates the ratings.
 """
 
 from __future__ import annotations
@@ -18,8 +19,11 @@ from typing import Any, Protocol
 
 import grpc
 from skillclassics.fairness.v1 import fairness_pb2, fairness_pb2_grpc
+from skillclassics.matchmaking.v1 import matchmaking_pb2, matchmaking_pb2_grpc
 from sqlalchemy import Select, select, update
 
+from libs.match.model import outcome_from_json
+from libs.match.results import result_proto
 from libs.persistence import Database
 from libs.persistence.schema import match_results, matches
 from libs.runtime.log import get_logger
@@ -55,6 +59,26 @@ class FairnessRecipient:
             await self._stub.Finish(
                 fairness_pb2.FinishRequest(match_id=result["match_id"]), timeout=self._timeout
             )
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+
+class MatchmakingRecipient:
+    """Tells matchmaking every result: it closes the table and updates both ratings."""
+
+    name = "matchmaking"
+
+    def __init__(self, address: str, timeout: float = 3.0) -> None:
+        self._channel = grpc.aio.insecure_channel(address)
+        self._stub = matchmaking_pb2_grpc.MatchmakingServiceStub(self._channel)
+        self._timeout = timeout
+
+    async def deliver(self, result: dict[str, Any]) -> None:
+        outcome = outcome_from_json(result["result"])
+        proto = result_proto(outcome, int(result["ended_at_ms"]))
+        request = matchmaking_pb2.ReportResultRequest(match_id=result["match_id"], result=proto)
+        await self._stub.ReportResult(request, timeout=self._timeout)
 
     async def close(self) -> None:
         await self._channel.close()

@@ -4,7 +4,8 @@ Every family's service is this class with its :class:`~libs.match.family.Family`
 of the runtime's: ``RULES_SHARD`` (default 0), the shard this process serves (match ids name it), and
 ``CLOCK_ADDRESS`` (host:port of the clock service for this shard; unset: wake-ups from the local event
 loop, which is fine for a single process because the log re-arms everything after a restart), and
-``FAIRNESS_ADDRESS`` (the fairness service, told when a match with a commitment ends; unset: nobody).
+``FAIRNESS_ADDRESS`` (the fairness service, told when a match with a commitment ends) and
+``MATCHMAKING_ADDRESS`` (told every result); unset: nobody is told.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from skillclassics.rules.v1 import rules_pb2, rules_pb2_grpc
 
 from libs.match.deadlines import ClockServiceDeadlines, Deadlines, LocalDeadlines
 from libs.match.family import Family
-from libs.match.reporting import FairnessRecipient, Recipient, ResultReporter
+from libs.match.reporting import FairnessRecipient, MatchmakingRecipient, Recipient, ResultReporter
 from libs.match.runtime import MatchRuntime
 from libs.match.servicer import RulesServicer
 from libs.match.store import MatchStore
@@ -41,6 +42,7 @@ class RulesService(Service):
         self.shard = env_int(environ, "RULES_SHARD", 0)
         self._clock_address = environ.get("CLOCK_ADDRESS", "").strip()
         self._fairness_address = environ.get("FAIRNESS_ADDRESS", "").strip()
+        self._matchmaking_address = environ.get("MATCHMAKING_ADDRESS", "").strip()
         self._db: Database | None = None
         self.runtime: MatchRuntime | None = None
 
@@ -63,6 +65,8 @@ class RulesService(Service):
         recipients: list[Recipient] = []
         if self._fairness_address:
             recipients.append(FairnessRecipient(self._fairness_address))
+        if self._matchmaking_address:
+            recipients.append(MatchmakingRecipient(self._matchmaking_address))
         reporter = ResultReporter(self._db, self.family.name, str(self.shard), recipients, time)
         self.runtime = MatchRuntime(self.family, self.shard, store, deadlines, time, reporter)
         await self.runtime.start()

@@ -8,7 +8,7 @@ import grpc
 from skillclassics.rules.v1 import rules_pb2, rules_pb2_grpc
 
 from libs.clocks import InvalidTimeControlError, TimeControl
-from libs.engines.base import InvalidOptionsError, MalformedActionError, Outcome, Termination
+from libs.engines.base import InvalidOptionsError, MalformedActionError
 from libs.match.actor import MatchActor, MatchClosed
 from libs.match.model import (
     DEFAULT_DISCONNECT_FORFEIT_MS,
@@ -17,6 +17,7 @@ from libs.match.model import (
     MatchRecord,
     MatchSetup,
 )
+from libs.match.results import result_proto
 from libs.match.runtime import MatchRuntime
 from libs.runtime.errors import FailedPrecondition, InvalidArgument, Unavailable
 
@@ -29,7 +30,6 @@ _STATUS = {
     "aborted": rules_pb2.MATCH_STATUS_ABORTED,
 }
 _STATUS_NAMES = {number: name for name, number in _STATUS.items()}
-_TERMINATION = {t: rules_pb2.Termination.Value(f"TERMINATION_{t.value.upper()}") for t in Termination}
 
 
 class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
@@ -161,7 +161,7 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
             raise FailedPrecondition(f"match {record.match_id} is not over yet")
         return rules_pb2.GetRecordResponse(
             match_id=record.match_id,
-            result=_result(record.outcome, record.ended_at_ms or 0),
+            result=result_proto(record.outcome, record.ended_at_ms or 0),
             record=self._family.export_record(record),
             record_format=self._family.record_format,
         )
@@ -212,7 +212,7 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         if viewer is not None and viewer == to_move:
             update.legal_actions.extend(engine.legal_actions(record.game, viewer))
         if record.outcome is not None:
-            update.result.CopyFrom(_result(record.outcome, record.ended_at_ms or at))
+            update.result.CopyFrom(result_proto(record.outcome, record.ended_at_ms or at))
         return update
 
 
@@ -260,18 +260,3 @@ def _time_control_proto(control: TimeControl) -> rules_pb2.TimeControl:
         periods=control.periods,
         period_ms=control.period_ms,
     )
-
-
-def _result(outcome: Outcome, ended_at_ms: int) -> rules_pb2.Result:
-    result = rules_pb2.Result(
-        termination=_TERMINATION[outcome.termination],
-        tiebreak_step=outcome.tiebreak_step or "",
-        detail=outcome.detail,
-        score=outcome.score,
-        ended_at_ms=ended_at_ms,
-    )
-    if outcome.winner is not None:
-        result.winner = outcome.winner
-    if outcome.cause is not None:
-        result.cause = _TERMINATION[outcome.cause]
-    return result

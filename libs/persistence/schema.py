@@ -140,3 +140,93 @@ match_results = Table(
     # The outbox: set once the result reached every configured recipient (fairness, matchmaking).
     Column("reported_at_ms", BigInteger, nullable=True),
 )
+
+# -- matchmaking -----------------------------------------------------------------------------------------
+
+mm_tables = Table(
+    "mm_tables",
+    metadata,
+    Column("table_id", String(64), primary_key=True),
+    Column("family", String(32), nullable=False),
+    # The rules contract's MatchOptions and TimeControl, serialised protobuf.
+    Column("options", LargeBinary, nullable=False),
+    Column("time_control", LargeBinary, nullable=False),
+    Column("entry_fee_minor", BigInteger, nullable=False),
+    Column("currency", String(3), nullable=False),
+    Column("visibility", String(8), nullable=False),
+    Column("creator_id", String(128), nullable=False),
+    Column("joiner_id", String(128), nullable=True),
+    # open -> starting (full; creating the match) -> playing -> finished; or cancelled
+    Column("status", String(12), nullable=False),
+    Column("match_id", String(128), nullable=True),
+    Column("idempotency_key", String(128), nullable=False),
+    Column("created_at_ms", BigInteger, nullable=False),
+    Index("ix_mm_tables_family_status", "family", "status"),
+    UniqueConstraint("creator_id", "idempotency_key"),
+)
+
+# What each player is doing: at most one open table, queue entry or unfinished match at a time.
+mm_activity = Table(
+    "mm_activity",
+    metadata,
+    Column("player_id", String(128), primary_key=True),
+    Column("kind", String(8), nullable=False),
+    Column("ref", String(200), nullable=False),
+    Column("since_ms", BigInteger, nullable=False),
+)
+
+mm_queue = Table(
+    "mm_queue",
+    metadata,
+    Column("player_id", String(128), primary_key=True),
+    Column("pool", String(400), nullable=False),
+    Column("family", String(32), nullable=False),
+    # The EnterQueue request, serialised: the options, clock and fee of the match to make.
+    Column("request", LargeBinary, nullable=False),
+    Column("rating", Integer, nullable=False),
+    Column("entered_at_ms", BigInteger, nullable=False),
+)
+
+mm_ratings = Table(
+    "mm_ratings",
+    metadata,
+    Column("player_id", String(128), primary_key=True),
+    Column("family", String(32), primary_key=True),
+    Column("rating", Integer, nullable=False),
+    Column("games", Integer, nullable=False),
+)
+
+mm_rating_changes = Table(
+    "mm_rating_changes",
+    metadata,
+    Column("match_id", String(128), primary_key=True),
+    Column("player_id", String(128), primary_key=True),
+    Column("family", String(32), nullable=False),
+    Column("before", Integer, nullable=False),
+    Column("after", Integer, nullable=False),
+    Column("at_ms", BigInteger, nullable=False),
+    Index("ix_mm_rating_changes_player", "player_id", "at_ms"),
+)
+
+mm_matches = Table(
+    "mm_matches",
+    metadata,
+    Column("match_id", String(128), primary_key=True),
+    Column("table_id", String(64), nullable=True),
+    Column("family", String(32), nullable=False),
+    Column("player0", String(128), nullable=False),
+    Column("player1", String(128), nullable=False),
+    Column("entry_fee_minor", BigInteger, nullable=False),
+    Column("currency", String(3), nullable=False),
+    Column("fairness_commitment", String(64), nullable=False),
+    Column("options", LargeBinary, nullable=False),
+    Column("time_control", LargeBinary, nullable=False),
+    # starting (being created on its rules shard) -> playing -> finished | aborted
+    Column("status", String(12), nullable=False),
+    # The rules contract's Result, serialised, once reported.
+    Column("result", LargeBinary, nullable=True),
+    Column("created_at_ms", BigInteger, nullable=False),
+    Column("ended_at_ms", BigInteger, nullable=True),
+    Index("ix_mm_matches_player0", "player0"),
+    Index("ix_mm_matches_player1", "player1"),
+)
