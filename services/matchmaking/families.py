@@ -1,0 +1,71 @@
+"""What matchmaking knows of each game family: which options and lobby clocks it accepts, whether its
+matches need a fairness commitment, and where its rules shards are.
+
+Only families whose rules service exists are offered; asking for any other is ``INVALID_ARGUMENT``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from skillclassics.rules.v1 import rules_pb2
+
+from libs.engines.base import InvalidOptionsError
+from libs.engines.chess import ChessOptions, Ruleset
+from libs.runtime.errors import InvalidArgument
+
+MINUTE_MS = 60_000
+CHESS_LOBBY_MINUTES = (3, 5, 10, 20, 30)
+
+
+@dataclass(frozen=True, slots=True)
+class FamilyRules:
+    """One family as matchmaking sees it."""
+
+    name: str
+    uses_chance: bool
+    """Whether its matches draw from a fairness stream (then a commitment is made before creation)."""
+    check_options: Callable[[rules_pb2.MatchOptions], str]
+    """Validates the options (``InvalidArgument`` with the reason) and returns a short key for pools."""
+    check_lobby_clock: Callable[[rules_pb2.TimeControl], None]
+
+
+def _chess_options(options: rules_pb2.MatchOptions) -> str:
+    which = options.WhichOneof("family")
+    if which not in (None, "chess"):
+        raise InvalidArgument(f"{which} options cannot configure a chess table")
+    chess = options.chess
+    if chess.initial_fen:
+        raise InvalidArgument("lobby chess tables start from the initial position (no initial_fen)")
+    ruleset = {0: Ruleset.CONTEST, 1: Ruleset.CONTEST, 2: Ruleset.FIDE}.get(chess.ruleset)
+    if ruleset is None:
+        raise InvalidArgument(f"unknown chess ruleset {chess.ruleset}")
+    try:
+        ChessOptions(ruleset)
+    except InvalidOptionsError as error:
+        raise InvalidArgument(str(error)) from None
+    return ruleset.value
+
+
+def _chess_lobby_clock(control: rules_pb2.TimeControl) -> None:
+    minutes = CHESS_LOBBY_MINUTES
+    plain = not (control.increment_ms or control.increment_within_ms or control.cap_ms or control.periods)
+    if not plain or control.base_ms not in {m * MINUTE_MS for m in minutes}:
+        allowed = ", ".join(str(m) for m in minutes)
+        raise InvalidArgument(f"chess lobby clocks are {allowed} minutes per player with no increment")
+
+
+FAMILIES: Mapping[str, FamilyRules] = {
+    "chess": FamilyRules(
+        "chess", uses_chance=False, check_options=_chess_options, check_lobby_clock=_chess_lobby_clock
+    ),
+}
+
+
+def family_rules(name: str) -> FamilyRules:
+    found = FAMILIES.get(name)
+    if found is None:
+        offered = ", ".join(sorted(FAMILIES))
+        raise InvalidArgument(f"unknown or unavailable game family {name!r} (offered: {offered})")
+    return found

@@ -1,0 +1,46 @@
+"""Per-player lobby event streams: every open WatchLobby stream of a player gets that player's events."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+from skillclassics.matchmaking.v1 import matchmaking_pb2
+
+QUEUE_LIMIT = 1_000
+
+
+class LobbyHub:
+    """Fans lobby events out to the players' open streams; a stream that falls behind is dropped."""
+
+    def __init__(self) -> None:
+        self._streams: dict[str, set[asyncio.Queue[matchmaking_pb2.WatchLobbyResponse | None]]] = {}
+
+    def tell(self, player_id: str, event: matchmaking_pb2.WatchLobbyResponse) -> None:
+        for queue in list(self._streams.get(player_id, ())):
+            if queue.qsize() >= QUEUE_LIMIT:
+                queue.put_nowait(None)
+                self._streams[player_id].discard(queue)
+            else:
+                queue.put_nowait(event)
+
+    async def watch(self, player_id: str) -> AsyncIterator[matchmaking_pb2.WatchLobbyResponse]:
+        queue: asyncio.Queue[matchmaking_pb2.WatchLobbyResponse | None] = asyncio.Queue()
+        self._streams.setdefault(player_id, set()).add(queue)
+        try:
+            while True:
+                event = await queue.get()
+                if event is None:
+                    return
+                yield event
+        finally:
+            streams = self._streams.get(player_id)
+            if streams is not None:
+                streams.discard(queue)
+                if not streams:
+                    del self._streams[player_id]
+
+    def close(self) -> None:
+        for streams in self._streams.values():
+            for queue in streams:
+                queue.put_nowait(None)

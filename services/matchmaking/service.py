@@ -1,0 +1,62 @@
+"""The matchmaking service as the runtime starts it.
+
+Configuration on top of the runtime's: ``RULES_<FAMILY>_ADDRESSES`` (each family's rules shards, in shard
+order) and ``FAIRNESS_ADDRESS`` (for families that use chance).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+
+import grpc
+from skillclassics.matchmaking.v1 import matchmaking_pb2, matchmaking_pb2_grpc
+
+from libs.persistence import Database
+from libs.persistence.migrate import migrate
+from libs.runtime import Service, ServiceConfig
+from libs.runtime.timesource import ServiceTime
+from services.matchmaking.families import FAMILIES
+from services.matchmaking.lobby import LobbyHub
+from services.matchmaking.matchmaker import Matchmaker
+from services.matchmaking.servicer import MatchmakingServicer
+from services.matchmaking.shards import RulesShards
+from services.matchmaking.store import MatchmakingStore
+
+
+class MatchmakingService(Service):
+    """``skillclassics.matchmaking.v1.MatchmakingService``."""
+
+    name = "matchmaking"
+
+    def __init__(self, config: ServiceConfig, env: Mapping[str, str] | None = None) -> None:
+        self._config = config
+        self._env = os.environ if env is None else env
+        self._db: Database | None = None
+        self.matchmaker: Matchmaker | None = None
+
+    @property
+    def service_names(self) -> Sequence[str]:
+        return [matchmaking_pb2.DESCRIPTOR.services_by_name["MatchmakingService"].full_name]
+
+    async def start(self, server: grpc.aio.Server) -> None:
+        if self._config.migrate_on_start:
+            await migrate(self._config.database_url)
+        self._db = Database(self._config.database_url)
+        shards = RulesShards(self._env, list(FAMILIES))
+        fairness = self._env.get("FAIRNESS_ADDRESS", "").strip()
+        self.matchmaker = Matchmaker(MatchmakingStore(self._db), shards, LobbyHub(), ServiceTime(), fairness)
+        await self.matchmaker.start()
+        matchmaking_pb2_grpc.add_MatchmakingServiceServicer_to_server(
+            MatchmakingServicer(self.matchmaker), server
+        )
+
+    async def drain(self) -> None:
+        if self.matchmaker is not None:
+            self.matchmaker.hub.close()
+
+    async def close(self) -> None:
+        if self.matchmaker is not None:
+            await self.matchmaker.close()
+        if self._db is not None:
+            await self._db.dispose()

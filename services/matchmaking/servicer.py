@@ -1,0 +1,248 @@
+"""The gRPC face of matchmaking: validate, call the matchmaker and store, encode."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+from libs.pairing import Seeker
+from skillclassics.matchmaking.v1 import matchmaking_pb2 as pb
+from skillclassics.matchmaking.v1 import matchmaking_pb2_grpc
+from skillclassics.rules.v1 import rules_pb2
+
+from libs.runtime.errors import InvalidArgument
+from services.matchmaking.families import family_rules
+from services.matchmaking.matchmaker import Matchmaker
+
+_PLAYER = re.compile(r"[A-Za-z0-9._:@-]{1,128}")
+_CURRENCY = re.compile(r"[A-Z]{3}")
+MAX_FEE_MINOR = 10**12
+_VISIBILITY = {
+    pb.VISIBILITY_UNSPECIFIED: "public",
+    pb.VISIBILITY_PUBLIC: "public",
+    pb.VISIBILITY_PRIVATE: "private",
+}
+_VISIBILITY_TO_PROTO = {"public": pb.VISIBILITY_PUBLIC, "private": pb.VISIBILITY_PRIVATE}
+_STATUS = {
+    "open": pb.TABLE_STATUS_OPEN,
+    "starting": pb.TABLE_STATUS_STARTING,
+    "playing": pb.TABLE_STATUS_PLAYING,
+    "finished": pb.TABLE_STATUS_FINISHED,
+    "aborted": pb.TABLE_STATUS_FINISHED,
+    "cancelled": pb.TABLE_STATUS_CANCELLED,
+}
+
+
+def _player(value: str) -> str:
+    if not _PLAYER.fullmatch(value):
+        raise InvalidArgument("player_id must be 1-128 characters of A-Z a-z 0-9 . _ : @ -")
+    return value
+
+
+def _fee(fee: int, currency: str) -> None:
+    if fee < 0:
+        raise InvalidArgument(f"entry_fee_minor must not be negative, got {fee}")
+    if fee > MAX_FEE_MINOR:
+        raise InvalidArgument(f"entry_fee_minor must be at most {MAX_FEE_MINOR}")
+    if not _CURRENCY.fullmatch(currency):
+        raise InvalidArgument(f"currency must be an ISO 4217 code such as USD, got {currency!r}")
+
+
+def table_proto(row: dict[str, Any]) -> pb.Table:
+    seats = [pb.TableSeat(seat=0, player_id=row["creator_id"])]
+    if row["joiner_id"]:
+        seats.append(pb.TableSeat(seat=1, player_id=row["joiner_id"]))
+    return pb.Table(
+        table_id=row["table_id"],
+        family=row["family"],
+        options=rules_pb2.MatchOptions.FromString(row["options"]),
+        time_control=rules_pb2.TimeControl.FromString(row["time_control"]),
+        entry_fee_minor=row["entry_fee_minor"],
+        currency=row["currency"],
+        visibility=_VISIBILITY_TO_PROTO[row["visibility"]],
+        creator_id=row["creator_id"],
+        seats=seats,
+        status=_STATUS[row["status"]],
+        match_id=row["match_id"] or "",
+        created_at_ms=row["created_at_ms"],
+    )
+
+
+class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
+    """Implements ``skillclassics.matchmaking.v1.MatchmakingService``."""
+
+    def __init__(self, matchmaker: Matchmaker) -> None:
+        self._mm = matchmaker
+        self._store = matchmaker.store
+
+    async def CreateTable(
+        self, request: pb.CreateTableRequest, context: grpc.aio.ServicerContext
+    ) -> pb.CreateTableResponse:
+        player = _player(request.player_id)
+        family = family_rules(request.family)
+        family.check_options(request.options)
+        family.check_lobby_clock(request.time_control)
+        _fee(request.entry_fee_minor, request.currency)
+        visibility = _VISIBILITY.get(request.visibility)
+        if visibility is None:
+            raise InvalidArgument(f"unknown visibility {request.visibility}")
+        if not request.idempotency_key or len(request.idempotency_key) > 128:
+            raise InvalidArgument("idempotency_key must be 1-128 characters")
+        row = await self._store.create_table(
+            {
+                "table_id": self._mm.new_table_id(),
+                "family": family.name,
+                "options": request.options.SerializeToString(),
+                "time_control": request.time_control.SerializeToString(),
+                "entry_fee_minor": request.entry_fee_minor,
+                "currency": request.currency,
+                "visibility": visibility,
+                "creator_id": player,
+                "joiner_id": None,
+                "status": "open",
+                "match_id": None,
+                "idempotency_key": request.idempotency_key,
+                "created_at_ms": self._mm.time.now_ms(),
+            }
+        )
+        return pb.CreateTableResponse(table=table_proto(row))
+
+    async def ListTables(
+        self, request: pb.ListTablesRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ListTablesResponse:
+        family = family_rules(request.family)
+        rows = await self._store.open_tables(family.name, request.max_entry_fee_minor, request.currency)
+        tables = [table_proto(r) for r in rows]
+        if request.base_ms:
+            tables = [t for t in tables if t.time_control.base_ms == request.base_ms]
+        return pb.ListTablesResponse(tables=tables[: request.limit or 100])
+
+    async def JoinTable(
+        self, request: pb.JoinTableRequest, context: grpc.aio.ServicerContext
+    ) -> pb.JoinTableResponse:
+        player = _player(request.player_id)
+        table = await self._store.table(request.table_id)
+        match = await self._mm.new_match_row(
+            table["family"],
+            (table["creator_id"], player),  # the creator hosts: seat 0, White in chess
+            table["options"],
+            table["time_control"],
+            table["entry_fee_minor"],
+            table["currency"],
+            table["table_id"],
+        )
+        await self._store.join_table(request.table_id, player, match)
+        await self._mm.launch(match)
+        return pb.JoinTableResponse(table=table_proto(await self._store.table(request.table_id)))
+
+    async def LeaveTable(
+        self, request: pb.LeaveTableRequest, context: grpc.aio.ServicerContext
+    ) -> pb.LeaveTableResponse:
+        row = await self._store.cancel_table(request.table_id, _player(request.player_id))
+        await self._mm.announce_table(request.table_id)
+        return pb.LeaveTableResponse(table=table_proto(row))
+
+    async def EnterQueue(
+        self, request: pb.EnterQueueRequest, context: grpc.aio.ServicerContext
+    ) -> pb.EnterQueueResponse:
+        player = _player(request.player_id)
+        family = family_rules(request.family)
+        options_key = family.check_options(request.options)
+        family.check_lobby_clock(request.time_control)
+        _fee(request.entry_fee_minor, request.currency)
+        control = request.time_control
+        clock = f"{control.base_ms}+{control.increment_ms}"
+        pool = f"{family.name}|{options_key}|{clock}|{request.entry_fee_minor}{request.currency}"
+        rating = (await self._store.rating(player, family.name)).rating
+        now = self._mm.time.now_ms()
+        await self._store.enter_queue(
+            {
+                "player_id": player,
+                "pool": pool,
+                "family": family.name,
+                "request": request.SerializeToString(),
+                "rating": rating,
+                "entered_at_ms": now,
+            }
+        )
+        self._mm.queue(Seeker(player, rating, now, pool), request)
+        return pb.EnterQueueResponse(pool=pool, rating=rating, entered_at_ms=now)
+
+    async def LeaveQueue(
+        self, request: pb.LeaveQueueRequest, context: grpc.aio.ServicerContext
+    ) -> pb.LeaveQueueResponse:
+        player = _player(request.player_id)
+        self._mm.dequeue(player)
+        return pb.LeaveQueueResponse(left=await self._store.leave_queue(player))
+
+    async def WatchLobby(
+        self, request: pb.WatchLobbyRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[pb.WatchLobbyResponse]:
+        async for event in self._mm.hub.watch(_player(request.player_id)):
+            yield event
+
+    async def ReportResult(
+        self, request: pb.ReportResultRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ReportResultResponse:
+        result = request.result
+        aborted = result.termination == rules_pb2.TERMINATION_ABORTED
+        winner = result.winner if result.HasField("winner") else None
+        recorded = await self._store.record_result(
+            request.match_id, result.SerializeToString(), winner, aborted, self._mm.time.now_ms()
+        )
+        if recorded is None:
+            return pb.ReportResultResponse(recorded=False)
+        match, changes = recorded
+        now = self._mm.time.now_ms()
+        for change in changes:
+            event = pb.RatingChanged(
+                family=change.family, match_id=change.match_id, before=change.before, after=change.after
+            )
+            self._mm.hub.tell(change.player_id, pb.WatchLobbyResponse(rating_changed=event, at_ms=now))
+        if match["table_id"]:
+            await self._mm.announce_table(match["table_id"])
+        return pb.ReportResultResponse(recorded=True)
+
+    async def GetRatings(
+        self, request: pb.GetRatingsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.GetRatingsResponse:
+        current, history = await self._store.ratings(_player(request.player_id))
+        return pb.GetRatingsResponse(
+            ratings=[pb.Rating(family=r["family"], rating=r["rating"], games=r["games"]) for r in current],
+            history=[
+                pb.RatingChange(
+                    family=c["family"],
+                    match_id=c["match_id"],
+                    before=c["before"],
+                    after=c["after"],
+                    at_ms=c["at_ms"],
+                )
+                for c in history
+            ],
+        )
+
+    async def GetMatchHistory(
+        self, request: pb.GetMatchHistoryRequest, context: grpc.aio.ServicerContext
+    ) -> pb.GetMatchHistoryResponse:
+        player = _player(request.player_id)
+        played = []
+        for match in await self._store.matches_of(player, request.family):
+            seat = 0 if match["player0"] == player else 1
+            entry = pb.PlayedMatch(
+                match_id=match["match_id"],
+                family=match["family"],
+                table_id=match["table_id"] or "",
+                seat=seat,
+                opponent_id=match["player1"] if seat == 0 else match["player0"],
+                entry_fee_minor=match["entry_fee_minor"],
+                currency=match["currency"],
+                created_at_ms=match["created_at_ms"],
+            )
+            if match["result"] is not None:
+                entry.result.CopyFrom(rules_pb2.Result.FromString(match["result"]))
+            if match["rating_change"] is not None:
+                entry.rating_before, entry.rating_after = match["rating_change"]
+            played.append(entry)
+        return pb.GetMatchHistoryResponse(matches=played)

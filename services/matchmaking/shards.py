@@ -1,0 +1,57 @@
+"""Where each family's rules shards listen, and creating matches there.
+
+``RULES_<FAMILY>_ADDRESSES`` (e.g. ``RULES_CHESS_ADDRESSES=10.0.0.5:50060,10.0.0.6:50060``) lists a
+family's shards in shard order: the n-th address serves shard n, and the match id names the shard
+(``chess.<n>.<unique>``). A new match goes to the shard its unique part hashes to.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Mapping
+
+import grpc
+from skillclassics.rules.v1 import rules_pb2, rules_pb2_grpc
+
+from libs.runtime.errors import Unavailable
+
+CALL_TIMEOUT_S = 5.0
+
+
+class RulesShards:
+    """gRPC stubs for every rules shard of every configured family."""
+
+    def __init__(self, env: Mapping[str, str], families: list[str]) -> None:
+        self._addresses: dict[str, list[str]] = {}
+        for family in families:
+            raw = env.get(f"RULES_{family.upper()}_ADDRESSES", "")
+            self._addresses[family] = [a.strip() for a in raw.split(",") if a.strip()]
+        self._channels: dict[str, grpc.aio.Channel] = {}
+
+    def new_match_id(self, family: str) -> str:
+        shards = self._addresses.get(family) or []
+        if not shards:
+            raise Unavailable(f"no {family} rules shard is configured (RULES_{family.upper()}_ADDRESSES)")
+        unique = uuid.uuid4().hex
+        shard = int.from_bytes(hashlib.sha256(unique.encode()).digest()[:4], "big") % len(shards)
+        return f"{family}.{shard}.{unique}"
+
+    def stub(self, match_id: str) -> rules_pb2_grpc.RulesServiceStub:
+        family, shard, _ = match_id.split(".", 2)
+        address = self._addresses[family][int(shard)]
+        channel = self._channels.get(address)
+        if channel is None:
+            channel = self._channels[address] = grpc.aio.insecure_channel(address)
+        return rules_pb2_grpc.RulesServiceStub(channel)
+
+    async def create_match(self, request: rules_pb2.CreateMatchRequest) -> None:
+        """Create the match on its shard (idempotent: the request carries its idempotency key)."""
+        try:
+            await self.stub(request.match_id).CreateMatch(request, timeout=CALL_TIMEOUT_S)
+        except grpc.aio.AioRpcError as error:
+            raise Unavailable(f"the rules shard of {request.match_id} refused: {error.details()}") from None
+
+    async def close(self) -> None:
+        for channel in self._channels.values():
+            await channel.close()

@@ -1,0 +1,322 @@
+"""Matchmaking's state in the database: tables, who is busy, the queue, matches and ratings.
+
+Every rule that matters under concurrency is enforced by the database, not by a check-then-act in
+memory: a player is busy at most once (``mm_activity``'s primary key), the last seat of a table is taken
+by a conditional update (exactly one joiner wins), and a pairing deletes both queue rows or neither.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from libs.persistence import Database
+from libs.persistence.schema import (
+    mm_activity,
+    mm_matches,
+    mm_queue,
+    mm_rating_changes,
+    mm_ratings,
+    mm_tables,
+)
+from libs.ratings import INITIAL_RATING, PlayerRating, rate
+from libs.runtime.errors import AlreadyExists, FailedPrecondition, NotFound
+
+
+@dataclass(frozen=True, slots=True)
+class RatingChange:
+    player_id: str
+    family: str
+    match_id: str
+    before: int
+    after: int
+
+
+class MatchmakingStore:
+    """The durable side of matchmaking."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    # -- tables --------------------------------------------------------------------------------------
+
+    async def create_table(self, row: dict[str, Any]) -> dict[str, Any]:
+        """Open a table (the creator becomes busy with it); the same creator and key return the original."""
+        async with self._db.connect() as conn:
+            found = (
+                await conn.execute(
+                    select(mm_tables).where(
+                        mm_tables.c.creator_id == row["creator_id"],
+                        mm_tables.c.idempotency_key == row["idempotency_key"],
+                    )
+                )
+            ).first()
+        if found is not None:
+            return dict(found._mapping)
+        try:
+            async with self._db.begin() as conn:
+                await self._busy(conn, row["creator_id"], "table", row["table_id"], row["created_at_ms"])
+                await conn.execute(insert(mm_tables).values(row))
+        except IntegrityError:
+            raise AlreadyExists("a table with this idempotency key exists already") from None
+        return row
+
+    async def table(self, table_id: str) -> dict[str, Any]:
+        async with self._db.connect() as conn:
+            found = (await conn.execute(select(mm_tables).where(mm_tables.c.table_id == table_id))).first()
+        if found is None:
+            raise NotFound(f"no table {table_id}")
+        return dict(found._mapping)
+
+    async def open_tables(self, family: str, max_fee: int, currency: str) -> list[dict[str, Any]]:
+        """The public open tables of a family, oldest first."""
+        query = select(mm_tables).where(
+            mm_tables.c.family == family, mm_tables.c.status == "open", mm_tables.c.visibility == "public"
+        )
+        if max_fee:
+            query = query.where(mm_tables.c.entry_fee_minor <= max_fee)
+        if currency:
+            query = query.where(mm_tables.c.currency == currency)
+        async with self._db.connect() as conn:
+            return [dict(r._mapping) for r in await conn.execute(query.order_by(mm_tables.c.created_at_ms))]
+
+    async def join_table(self, table_id: str, player_id: str, match: dict[str, Any]) -> dict[str, Any]:
+        """Take the free seat: exactly one of several concurrent joiners wins; the match row is written."""
+        try:
+            async with self._db.begin() as conn:
+                table = (
+                    await conn.execute(select(mm_tables).where(mm_tables.c.table_id == table_id))
+                ).first()
+                if table is None:
+                    raise NotFound(f"no table {table_id}")
+                if table.creator_id == player_id:
+                    raise FailedPrecondition("you cannot join your own table")
+                if table.status != "open":
+                    raise FailedPrecondition(f"table {table_id} is not open (it is {table.status})")
+                await self._busy(conn, player_id, "match", match["match_id"], match["created_at_ms"])
+                taken = await conn.execute(
+                    update(mm_tables)
+                    .where(mm_tables.c.table_id == table_id, mm_tables.c.status == "open")
+                    .values(status="starting", joiner_id=player_id, match_id=match["match_id"])
+                )
+                if taken.rowcount != 1:
+                    raise FailedPrecondition(f"table {table_id} was just taken by someone else")
+                await conn.execute(
+                    update(mm_activity)
+                    .where(mm_activity.c.player_id == table.creator_id)
+                    .values(kind="match", ref=match["match_id"])
+                )
+                await conn.execute(insert(mm_matches).values(match))
+        except IntegrityError:
+            raise FailedPrecondition(f"table {table_id} was just taken by someone else") from None
+        return await self.table(table_id)
+
+    async def cancel_table(self, table_id: str, player_id: str) -> dict[str, Any]:
+        async with self._db.begin() as conn:
+            table = (await conn.execute(select(mm_tables).where(mm_tables.c.table_id == table_id))).first()
+            if table is None:
+                raise NotFound(f"no table {table_id}")
+            if table.creator_id != player_id:
+                raise FailedPrecondition("only the player at an open table can leave it")
+            cancelled = await conn.execute(
+                update(mm_tables)
+                .where(mm_tables.c.table_id == table_id, mm_tables.c.status == "open")
+                .values(status="cancelled")
+            )
+            if cancelled.rowcount != 1:
+                raise FailedPrecondition(f"table {table_id} has filled already; its match is on")
+            await conn.execute(
+                delete(mm_activity).where(mm_activity.c.player_id == player_id, mm_activity.c.ref == table_id)
+            )
+        return await self.table(table_id)
+
+    # -- the queue -----------------------------------------------------------------------------------
+
+    async def enter_queue(self, row: dict[str, Any]) -> None:
+        async with self._db.begin() as conn:
+            await self._busy(conn, row["player_id"], "queue", row["pool"], row["entered_at_ms"])
+            await conn.execute(insert(mm_queue).values(row))
+
+    async def leave_queue(self, player_id: str) -> bool:
+        async with self._db.begin() as conn:
+            left = await conn.execute(delete(mm_queue).where(mm_queue.c.player_id == player_id))
+            await conn.execute(
+                delete(mm_activity).where(mm_activity.c.player_id == player_id, mm_activity.c.kind == "queue")
+            )
+        return bool(left.rowcount)
+
+    async def queued(self) -> list[dict[str, Any]]:
+        async with self._db.connect() as conn:
+            return [dict(r._mapping) for r in await conn.execute(select(mm_queue))]
+
+    async def pair(self, first: str, second: str, match: dict[str, Any]) -> bool:
+        """Take both players out of the queue into a new match, or neither (one left meanwhile)."""
+        async with self._db.begin() as conn:
+            taken = await conn.execute(delete(mm_queue).where(mm_queue.c.player_id.in_([first, second])))
+            if taken.rowcount != 2:
+                await conn.rollback()
+                return False
+            await conn.execute(
+                update(mm_activity)
+                .where(mm_activity.c.player_id.in_([first, second]))
+                .values(kind="match", ref=match["match_id"])
+            )
+            await conn.execute(insert(mm_matches).values(match))
+        return True
+
+    # -- matches -------------------------------------------------------------------------------------
+
+    async def matches_starting(self) -> list[dict[str, Any]]:
+        async with self._db.connect() as conn:
+            rows = await conn.execute(select(mm_matches).where(mm_matches.c.status == "starting"))
+            return [dict(r._mapping) for r in rows]
+
+    async def mark_playing(self, match: dict[str, Any]) -> None:
+        async with self._db.begin() as conn:
+            await conn.execute(
+                update(mm_matches)
+                .where(mm_matches.c.match_id == match["match_id"], mm_matches.c.status == "starting")
+                .values(status="playing")
+            )
+            if match["table_id"]:
+                await conn.execute(
+                    update(mm_tables)
+                    .where(mm_tables.c.table_id == match["table_id"], mm_tables.c.status == "starting")
+                    .values(status="playing")
+                )
+
+    async def record_result(
+        self, match_id: str, result: bytes, winner: int | None, aborted: bool, now_ms: int
+    ) -> tuple[dict[str, Any], list[RatingChange]] | None:
+        """Close the match, free both players and update both ratings; ``None`` if recorded before."""
+        async with self._db.begin() as conn:
+            found = (
+                await conn.execute(
+                    select(mm_matches).where(mm_matches.c.match_id == match_id).with_for_update()
+                )
+            ).first()
+            if found is None:
+                raise NotFound(f"matchmaking knows no match {match_id}")
+            match = dict(found._mapping)
+            if match["result"] is not None:
+                return None
+            status = "aborted" if aborted else "finished"
+            await conn.execute(
+                update(mm_matches)
+                .where(mm_matches.c.match_id == match_id)
+                .values(result=result, status=status, ended_at_ms=now_ms)
+            )
+            if match["table_id"]:
+                await conn.execute(
+                    update(mm_tables).where(mm_tables.c.table_id == match["table_id"]).values(status=status)
+                )
+            players = [match["player0"], match["player1"]]
+            await conn.execute(
+                delete(mm_activity).where(mm_activity.c.player_id.in_(players), mm_activity.c.ref == match_id)
+            )
+            changes: list[RatingChange] = []
+            if not aborted:
+                changes = await self._rate(conn, match, winner, now_ms)
+        return match, changes
+
+    async def _rate(
+        self, conn: AsyncConnection, match: dict[str, Any], winner: int | None, now_ms: int
+    ) -> list[RatingChange]:
+        family = match["family"]
+        players = (match["player0"], match["player1"])
+        before = [await self._rating(conn, p, family, lock=True) for p in players]
+        score0 = 0.5 if winner is None else (1.0 if winner == 0 else 0.0)
+        after = rate(before[0], before[1], score0)
+        changes = []
+        for player, old, new in zip(players, before, after, strict=True):
+            exists = await conn.scalar(
+                select(func.count())
+                .select_from(mm_ratings)
+                .where(mm_ratings.c.player_id == player, mm_ratings.c.family == family)
+            )
+            values = {"rating": new.rating, "games": new.games}
+            if exists:
+                await conn.execute(
+                    update(mm_ratings)
+                    .where(mm_ratings.c.player_id == player, mm_ratings.c.family == family)
+                    .values(values)
+                )
+            else:
+                await conn.execute(insert(mm_ratings).values(player_id=player, family=family, **values))
+            await conn.execute(
+                insert(mm_rating_changes).values(
+                    match_id=match["match_id"],
+                    player_id=player,
+                    family=family,
+                    before=old.rating,
+                    after=new.rating,
+                    at_ms=now_ms,
+                )
+            )
+            changes.append(RatingChange(player, family, match["match_id"], old.rating, new.rating))
+        return changes
+
+    # -- ratings and history -------------------------------------------------------------------------
+
+    async def rating(self, player_id: str, family: str) -> PlayerRating:
+        async with self._db.connect() as conn:
+            return await self._rating(conn, player_id, family)
+
+    async def _rating(
+        self, conn: AsyncConnection, player_id: str, family: str, lock: bool = False
+    ) -> PlayerRating:
+        query = select(mm_ratings).where(mm_ratings.c.player_id == player_id, mm_ratings.c.family == family)
+        if lock:
+            query = query.with_for_update()
+        found = (await conn.execute(query)).first()
+        return PlayerRating(INITIAL_RATING, 0) if found is None else PlayerRating(found.rating, found.games)
+
+    async def ratings(self, player_id: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        async with self._db.connect() as conn:
+            current = await conn.execute(
+                select(mm_ratings).where(mm_ratings.c.player_id == player_id).order_by(mm_ratings.c.family)
+            )
+            history = await conn.execute(
+                select(mm_rating_changes)
+                .where(mm_rating_changes.c.player_id == player_id)
+                .order_by(mm_rating_changes.c.at_ms, mm_rating_changes.c.match_id)
+            )
+            return [dict(r._mapping) for r in current], [dict(r._mapping) for r in history]
+
+    async def matches_of(self, player_id: str, family: str) -> list[dict[str, Any]]:
+        query = select(mm_matches).where(
+            (mm_matches.c.player0 == player_id) | (mm_matches.c.player1 == player_id)
+        )
+        if family:
+            query = query.where(mm_matches.c.family == family)
+        async with self._db.connect() as conn:
+            matches = [
+                dict(r._mapping)
+                for r in await conn.execute(query.order_by(mm_matches.c.created_at_ms.desc()))
+            ]
+            changes = await conn.execute(
+                select(mm_rating_changes).where(mm_rating_changes.c.player_id == player_id)
+            )
+            by_match = {c.match_id: (c.before, c.after) for c in changes}
+        for match in matches:
+            match["rating_change"] = by_match.get(match["match_id"])
+        return matches
+
+    # -- helpers -------------------------------------------------------------------------------------
+
+    async def _busy(self, conn: AsyncConnection, player_id: str, kind: str, ref: str, now_ms: int) -> None:
+        current = (
+            await conn.execute(select(mm_activity).where(mm_activity.c.player_id == player_id))
+        ).first()
+        if current is not None:
+            doing = {"table": "waiting at table", "queue": "in the queue", "match": "playing match"}[
+                current.kind
+            ]
+            raise FailedPrecondition(f"player {player_id} is already {doing} {current.ref}")
+        await conn.execute(
+            insert(mm_activity).values(player_id=player_id, kind=kind, ref=ref, since_ms=now_ms)
+        )

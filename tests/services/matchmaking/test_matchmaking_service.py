@@ -1,0 +1,292 @@
+"""Matchmaking over real gRPC with the chess rules service running, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import grpc
+import pytest
+from skillclassics.chess.v1 import chess_pb2
+from skillclassics.matchmaking.v1 import matchmaking_pb2 as pb
+from skillclassics.matchmaking.v1 import matchmaking_pb2_grpc
+from skillclassics.rules.v1 import rules_pb2, rules_pb2_grpc
+
+from libs.runtime import RunningServer, ServiceConfig, start_server
+from services.matchmaking.service import MatchmakingService
+from services.rules_chess.service import chess_rules_service
+from tests.support import free_port
+
+MINUTE = 60_000
+FAILED, INVALID = grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.INVALID_ARGUMENT
+
+
+@dataclass
+class Platform:
+    rules: RunningServer
+    matchmaking: RunningServer
+    mm_port: int
+    database_url: str
+    mm: matchmaking_pb2_grpc.MatchmakingServiceStub
+    chess: rules_pb2_grpc.RulesServiceStub
+
+
+async def _start_matchmaking(database_url: str, port: int, rules_address: str) -> RunningServer:
+    config = ServiceConfig.from_env(
+        "matchmaking", {"GRPC_PORT": str(port), "METRICS_PORT": "-1", "DATABASE_URL": database_url}
+    )
+    return await start_server(MatchmakingService(config, {"RULES_CHESS_ADDRESSES": rules_address}), config)
+
+
+@pytest.fixture
+async def platform(database_url: str) -> AsyncIterator[Platform]:
+    mm_port = free_port()
+    rules_config = ServiceConfig.from_env(
+        "rules-chess", {"GRPC_PORT": "0", "METRICS_PORT": "-1", "DATABASE_URL": database_url}
+    )
+    rules = await start_server(
+        chess_rules_service(rules_config, {"MATCHMAKING_ADDRESS": f"127.0.0.1:{mm_port}"}), rules_config
+    )
+    matchmaking = await _start_matchmaking(database_url, mm_port, rules.address)
+    async with (
+        grpc.aio.insecure_channel(matchmaking.address) as mm_channel,
+        grpc.aio.insecure_channel(rules.address) as rules_channel,
+    ):
+        yield Platform(
+            rules,
+            matchmaking,
+            mm_port,
+            database_url,
+            matchmaking_pb2_grpc.MatchmakingServiceStub(mm_channel),
+            rules_pb2_grpc.RulesServiceStub(rules_channel),
+        )
+    await matchmaking.stop(grace=0.5)
+    await rules.stop(grace=0.5)
+
+
+def table_request(
+    player: str, *, minutes: int = 5, fee: int = 500, **changes: object
+) -> pb.CreateTableRequest:
+    request = pb.CreateTableRequest(
+        player_id=player,
+        family="chess",
+        options=rules_pb2.MatchOptions(chess=chess_pb2.ChessOptions(ruleset=chess_pb2.RULESET_CONTEST)),
+        time_control=rules_pb2.TimeControl(base_ms=minutes * MINUTE),
+        entry_fee_minor=fee,
+        currency="USD",
+        visibility=pb.VISIBILITY_PUBLIC,
+        idempotency_key=uuid.uuid4().hex,
+    )
+    for name, value in changes.items():
+        setattr(request, name, value)
+    return request
+
+
+def queue_request(player: str, minutes: int = 5) -> pb.EnterQueueRequest:
+    return pb.EnterQueueRequest(
+        player_id=player,
+        family="chess",
+        time_control=rules_pb2.TimeControl(base_ms=minutes * MINUTE),
+        entry_fee_minor=100,
+        currency="USD",
+    )
+
+
+async def refused(call: object, code: grpc.StatusCode, reason: str) -> None:
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await call  # type: ignore[misc]
+    assert caught.value.code() == code, caught.value.details()
+    assert reason in (caught.value.details() or ""), caught.value.details()
+
+
+async def next_event(
+    stream: grpc.aio.UnaryStreamCall, kind: str, within: float = 5.0
+) -> pb.WatchLobbyResponse:
+    async with asyncio.timeout(within):
+        while True:
+            event: pb.WatchLobbyResponse = await stream.read()
+            if event.WhichOneof("event") == kind:
+                return event
+
+
+async def test_create_list_join_makes_the_match_and_tells_both(platform: Platform) -> None:
+    mm = platform.mm
+    alice_events = mm.WatchLobby(pb.WatchLobbyRequest(player_id="alice"))
+    bob_events = mm.WatchLobby(pb.WatchLobbyRequest(player_id="bob"))
+    await asyncio.sleep(0.05)
+    table = (await mm.CreateTable(table_request("alice"))).table
+    assert table.status == pb.TABLE_STATUS_OPEN
+    assert [s.player_id for s in table.seats] == ["alice"]
+    listed = await mm.ListTables(pb.ListTablesRequest(family="chess"))
+    assert [t.table_id for t in listed.tables] == [table.table_id]
+    assert (await mm.ListTables(pb.ListTablesRequest(family="chess", base_ms=3 * MINUTE))).tables == []
+    assert (await mm.ListTables(pb.ListTablesRequest(family="chess", max_entry_fee_minor=100))).tables == []
+    joined = (await mm.JoinTable(pb.JoinTableRequest(player_id="bob", table_id=table.table_id))).table
+    assert joined.status == pb.TABLE_STATUS_PLAYING
+    assert joined.match_id.startswith("chess.0.")
+    alice_ready = (await next_event(alice_events, "match_ready")).match_ready
+    bob_ready = (await next_event(bob_events, "match_ready")).match_ready
+    assert (alice_ready.seat, alice_ready.opponent_id) == (0, "bob")  # the creator hosts: White
+    assert (bob_ready.seat, bob_ready.opponent_id) == (1, "alice")
+    assert alice_ready.match_id == bob_ready.match_id == joined.match_id
+    match = await platform.chess.GetMatch(rules_pb2.GetMatchRequest(match_id=joined.match_id, spectator=True))
+    assert [s.player_id for s in match.seats] == ["alice", "bob"]
+    assert match.time_control.base_ms == 5 * MINUTE
+    assert (await mm.ListTables(pb.ListTablesRequest(family="chess"))).tables == []
+    alice_events.cancel()
+    bob_events.cancel()
+
+
+async def test_bad_requests_are_refused_with_reasons(platform: Platform) -> None:
+    mm = platform.mm
+    await refused(mm.CreateTable(table_request("a", family="checkers")), INVALID, "unknown or unavailable")
+    await refused(mm.CreateTable(table_request("a", minutes=7)), INVALID, "3, 5, 10, 20, 30 minutes")
+    fen = table_request("a")
+    fen.options.chess.initial_fen = "8/8/8/8/8/8/8/K6k w - - 0 1"
+    await refused(mm.CreateTable(fen), INVALID, "initial position")
+    await refused(mm.CreateTable(table_request("a", fee=-1)), INVALID, "negative")
+    await refused(mm.CreateTable(table_request("a", currency="usd")), INVALID, "ISO 4217")
+    await refused(mm.CreateTable(table_request("bad player!")), INVALID, "player_id")
+    table = (await mm.CreateTable(table_request("a"))).table
+    await refused(
+        mm.JoinTable(pb.JoinTableRequest(player_id="a", table_id=table.table_id)), FAILED, "own table"
+    )
+    await refused(mm.CreateTable(table_request("a")), FAILED, "already waiting at table")
+    await refused(mm.EnterQueue(queue_request("a")), FAILED, "already waiting at table")
+    other = (await mm.CreateTable(table_request("c"))).table
+    await refused(
+        mm.JoinTable(pb.JoinTableRequest(player_id="a", table_id=other.table_id)), FAILED, "already"
+    )
+    await mm.JoinTable(pb.JoinTableRequest(player_id="b", table_id=table.table_id))
+    await refused(
+        mm.JoinTable(pb.JoinTableRequest(player_id="d", table_id=table.table_id)), FAILED, "not open"
+    )
+    await refused(
+        mm.JoinTable(pb.JoinTableRequest(player_id="d", table_id="t-nope")),
+        grpc.StatusCode.NOT_FOUND,
+        "no table",
+    )
+    await refused(
+        mm.LeaveTable(pb.LeaveTableRequest(player_id="a", table_id=table.table_id)), FAILED, "filled"
+    )
+
+
+async def test_leaving_a_table_frees_the_player(platform: Platform) -> None:
+    mm = platform.mm
+    table = (await mm.CreateTable(table_request("solo"))).table
+    left = (await mm.LeaveTable(pb.LeaveTableRequest(player_id="solo", table_id=table.table_id))).table
+    assert left.status == pb.TABLE_STATUS_CANCELLED
+    await mm.CreateTable(table_request("solo"))  # free again
+
+
+async def test_two_queued_players_are_paired_once(platform: Platform) -> None:
+    mm = platform.mm
+    p1 = mm.WatchLobby(pb.WatchLobbyRequest(player_id="q1"))
+    p2 = mm.WatchLobby(pb.WatchLobbyRequest(player_id="q2"))
+    await asyncio.sleep(0.05)
+    entered = await mm.EnterQueue(queue_request("q1"))
+    assert entered.rating == 1500
+    await refused(mm.EnterQueue(queue_request("q1")), FAILED, "already in the queue")
+    await mm.EnterQueue(queue_request("q2"))
+    ready1 = (await next_event(p1, "match_ready")).match_ready
+    ready2 = (await next_event(p2, "match_ready")).match_ready
+    assert ready1.match_id == ready2.match_id
+    assert (ready1.seat, ready2.seat) == (0, 1)  # the longer-waiting player takes seat 0
+    assert not (await mm.LeaveQueue(pb.LeaveQueueRequest(player_id="q1"))).left  # already paired
+    p1.cancel()
+    p2.cancel()
+
+
+async def test_leaving_the_queue_is_immediate(platform: Platform) -> None:
+    mm = platform.mm
+    await mm.EnterQueue(queue_request("lone", minutes=10))
+    assert (await mm.LeaveQueue(pb.LeaveQueueRequest(player_id="lone"))).left
+    await mm.EnterQueue(queue_request("other", minutes=10))
+    await asyncio.sleep(0.6)
+    history = await mm.GetMatchHistory(pb.GetMatchHistoryRequest(player_id="other"))
+    assert history.matches == []  # "lone" left, so nobody was there to pair with
+    await mm.EnterQueue(queue_request("lone", minutes=10))  # free to queue again
+
+
+async def test_a_whole_game_updates_both_ratings_by_elo(platform: Platform) -> None:
+    mm = platform.mm
+    events = mm.WatchLobby(pb.WatchLobbyRequest(player_id="winner"))
+    await asyncio.sleep(0.05)
+    table = (await mm.CreateTable(table_request("loser"))).table
+    match_id = (
+        await mm.JoinTable(pb.JoinTableRequest(player_id="winner", table_id=table.table_id))
+    ).table.match_id
+    for ply, move in enumerate(["f3", "e5", "g4", "Qh4#"]):
+        await platform.chess.SubmitAction(
+            rules_pb2.SubmitActionRequest(
+                match_id=match_id,
+                seat=ply % 2,
+                idempotency_key=f"m{ply}",
+                action=rules_pb2.Action(chess=chess_pb2.ChessAction(move=move)),
+            )
+        )
+    changed = (await next_event(events, "rating_changed")).rating_changed
+    assert (changed.before, changed.after) == (1500, 1520)  # K = 40 for a new player: 1500 + 40 * 0.5
+    ratings = await mm.GetRatings(pb.GetRatingsRequest(player_id="loser"))
+    assert [(r.family, r.rating, r.games) for r in ratings.ratings] == [("chess", 1480, 1)]
+    assert [(c.before, c.after) for c in ratings.history] == [(1500, 1480)]
+    history = await mm.GetMatchHistory(pb.GetMatchHistoryRequest(player_id="winner"))
+    [played] = history.matches
+    assert played.match_id == match_id
+    assert played.result.termination == rules_pb2.TERMINATION_CHECKMATE
+    assert played.result.winner == 1
+    assert (played.rating_before, played.rating_after) == (1500, 1520)
+    finished = (await mm.ListTables(pb.ListTablesRequest(family="chess"))).tables
+    assert table.table_id not in [t.table_id for t in finished]
+    await mm.CreateTable(table_request("winner"))  # free to play again
+    events.cancel()
+
+
+async def test_an_aborted_match_changes_no_rating(platform: Platform) -> None:
+    mm = platform.mm
+    table = (await mm.CreateTable(table_request("x1"))).table
+    match_id = (
+        await mm.JoinTable(pb.JoinTableRequest(player_id="x2", table_id=table.table_id))
+    ).table.match_id
+    result = rules_pb2.Result(termination=rules_pb2.TERMINATION_ABORTED, detail="no show")
+    assert (await mm.ReportResult(pb.ReportResultRequest(match_id=match_id, result=result))).recorded
+    assert not (await mm.ReportResult(pb.ReportResultRequest(match_id=match_id, result=result))).recorded
+    assert (await mm.GetRatings(pb.GetRatingsRequest(player_id="x1"))).ratings == []
+
+
+async def test_concurrent_joins_of_the_last_seat_have_one_winner(platform: Platform) -> None:
+    mm = platform.mm
+    table = (await mm.CreateTable(table_request("host"))).table
+    joins = [mm.JoinTable(pb.JoinTableRequest(player_id=f"j{i}", table_id=table.table_id)) for i in range(8)]
+    outcomes = await asyncio.gather(*joins, return_exceptions=True)
+    winners = [o for o in outcomes if not isinstance(o, BaseException)]
+    losers = [o for o in outcomes if isinstance(o, grpc.aio.AioRpcError)]
+    assert len(winners) == 1
+    assert len(losers) == 7
+    assert all(e.code() == FAILED for e in losers)
+    # the losers are free: nothing of their failed join remained
+    await mm.EnterQueue(
+        queue_request(next(f"j{i}" for i in range(8) if f"j{i}" != winners[0].table.seats[1].player_id))
+    )
+
+
+async def test_a_restart_keeps_tables_queue_and_ratings(platform: Platform) -> None:
+    mm = platform.mm
+    table = (await mm.CreateTable(table_request("keeper", minutes=20))).table
+    await mm.EnterQueue(queue_request("waiting", minutes=30))
+    await platform.matchmaking.stop(grace=0.5)
+    platform.matchmaking = await _start_matchmaking(
+        platform.database_url, platform.mm_port, platform.rules.address
+    )
+    async with grpc.aio.insecure_channel(platform.matchmaking.address) as channel:
+        stub = matchmaking_pb2_grpc.MatchmakingServiceStub(channel)
+        listed = await stub.ListTables(pb.ListTablesRequest(family="chess"))
+        assert table.table_id in [t.table_id for t in listed.tables]
+        events = stub.WatchLobby(pb.WatchLobbyRequest(player_id="waiting"))
+        await asyncio.sleep(0.05)
+        await stub.EnterQueue(queue_request("newcomer", minutes=30))
+        ready = (await next_event(events, "match_ready")).match_ready
+        assert ready.opponent_id == "newcomer"
+        events.cancel()
