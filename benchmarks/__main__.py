@@ -7,7 +7,12 @@ import asyncio
 import importlib
 import sys
 
-BENCHMARKS = {"fairness": "benchmarks.fairness", "clock": "benchmarks.clock", "chess": "benchmarks.chess"}
+BENCHMARKS = {
+    "fairness": "benchmarks.fairness",
+    "clock": "benchmarks.clock",
+    "chess": "benchmarks.chess",
+    "matchmaking": "benchmarks.matchmaking",
+}
 
 
 def main(argv: list[str] | None = None) -> int:
