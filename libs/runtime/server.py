@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import contextlib
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -126,14 +127,18 @@ async def serve(service: Service, config: ServiceConfig) -> None:
         raise SystemExit(1) from None
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+
+    def on_signal(signum: int, frame: object) -> None:
+        # A plain handler, never restored: a second signal (a terminal's Ctrl-C reaching the whole
+        # process group, then a supervisor's SIGTERM) must not kill the process halfway through its
+        # shutdown, nor while the interpreter exits after it. (asyncio's own handlers are put back to
+        # the default when the loop closes.)
+        with contextlib.suppress(RuntimeError):  # the loop has closed: we are exiting anyway
+            loop.call_soon_threadsafe(stop.set)
+
     for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
+        signal.signal(signum, on_signal)
     await stop.wait()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        # Shutdown has begun; a second signal (a terminal's Ctrl-C reaching the whole process group and
-        # a supervisor's SIGTERM) must not kill the process halfway through it.
-        loop.remove_signal_handler(signum)
-        signal.signal(signum, signal.SIG_IGN)
     await running.stop(config.shutdown_grace_seconds)
 
 
@@ -149,3 +154,7 @@ def run_service(service_class: Callable[[ServiceConfig], Service], name: str) ->
         print(f"{name}: configuration error: {error}", file=sys.stderr)
         raise SystemExit(2) from None
     asyncio.run(serve(service, config))
+    # Shut down cleanly: from here to the end of the interpreter, a late signal must not turn exit 0
+    # into "killed" (Python resets its own handlers to the default while finalizing; SIG_IGN it keeps).
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, signal.SIG_IGN)
