@@ -24,6 +24,7 @@ from libs.match.servicer import RulesServicer
 from libs.match.store import MatchStore
 from libs.persistence import Database
 from libs.persistence.migrate import migrate
+from libs.persistence.ownership import ShardLock
 from libs.runtime import Service, ServiceConfig
 from libs.runtime.config import env_int
 from libs.runtime.timesource import ServiceTime
@@ -45,6 +46,7 @@ class RulesService(Service):
         self._matchmaking_address = environ.get("MATCHMAKING_ADDRESS", "").strip()
         self._db: Database | None = None
         self.runtime: MatchRuntime | None = None
+        self._lock: ShardLock | None = None
 
     @property
     def service_names(self) -> Sequence[str]:
@@ -54,6 +56,8 @@ class RulesService(Service):
         if self._config.migrate_on_start:
             await migrate(self._config.database_url)
         self._db = Database(self._config.database_url)
+        self._lock = ShardLock(self._db, f"rules-{self.family.name}/{self.shard}")
+        await self._lock.acquire()
         time = ServiceTime()
         deadlines: Deadlines
         if self._clock_address:
@@ -80,5 +84,7 @@ class RulesService(Service):
     async def close(self) -> None:
         if self.runtime is not None:
             await self.runtime.close()
+        if self._lock is not None:
+            await self._lock.release()
         if self._db is not None:
             await self._db.dispose()

@@ -15,6 +15,7 @@ from skillclassics.clock.v1 import clock_pb2, clock_pb2_grpc
 
 from libs.persistence import Database
 from libs.persistence.migrate import migrate
+from libs.persistence.ownership import ShardLock
 from libs.runtime import ConfigError, Service, ServiceConfig
 from libs.runtime.log import get_logger
 from services.clock.scheduler import Scheduler
@@ -37,6 +38,7 @@ class ClockService(Service):
             raise ConfigError(f"CLOCK_SHARD must be 1-64 characters of A-Z a-z 0-9 . _ -, got {self.shard!r}")
         self._db: Database | None = None
         self._store: TimerStore | None = None
+        self._lock: ShardLock | None = None
         self.scheduler: Scheduler | None = None
 
     @property
@@ -47,6 +49,8 @@ class ClockService(Service):
         if self._config.migrate_on_start:
             await migrate(self._config.database_url)
         self._db = Database(self._config.database_url)
+        self._lock = ShardLock(self._db, f"clock/{self.shard}")
+        await self._lock.acquire()
         self._store = store = TimerStore(self._db, self.shard)
         self.scheduler = Scheduler()
         timers = await store.load()
@@ -61,5 +65,7 @@ class ClockService(Service):
     async def close(self) -> None:
         if self._store is not None:
             await self._store.close()
+        if self._lock is not None:
+            await self._lock.release()
         if self._db is not None:
             await self._db.dispose()
