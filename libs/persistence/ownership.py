@@ -57,7 +57,8 @@ class ShardLock:
     async def release(self) -> None:
         if self._connection is not None:
             # Unlock explicitly: closing only returns the connection (and its session) to the pool.
-            await self._connection.execute(text("SELECT pg_advisory_unlock(:id)"), {"id": _lock_id(self.name)})
+            unlock = text("SELECT pg_advisory_unlock(:id)")
+            await self._connection.execute(unlock, {"id": _lock_id(self.name)})
             await self._connection.commit()
             await self._connection.close()
             self._connection = None
