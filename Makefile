@@ -36,8 +36,8 @@ test: $(STAMP) ## run the whole test suite (PostgreSQL tests skip, saying so, wh
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: $(STAMP) ## ruff, mypy, import layering and buf lint
-	$(BIN)/ruff check .
-	$(BIN)/ruff format --check .
+	$(BIN)/ruff check --no-cache .
+	$(BIN)/ruff format --no-cache --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	cd protos && ../$(BIN)/buf lint

@@ -8,11 +8,13 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from libs.runtime import RunningServer, Service, ServiceConfig, start_server
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -80,3 +82,18 @@ class ServiceProcess:
     async def __aexit__(self, *exc: object) -> None:
         if self.process is not None and self.process.poll() is None:
             self.kill(signal.SIGTERM)
+
+
+async def start_in_process(
+    name: str,
+    make: Callable[[ServiceConfig, Mapping[str, str]], Service],
+    database_url: str,
+    env: Mapping[str, str] | None = None,
+    **settings: str,
+) -> RunningServer:
+    """Start service ``name`` in this event loop on a free port with ``database_url``; ``env`` is the
+    service's own environment (keys, addresses), ``settings`` override the runtime's (``GRPC_PORT=...``)."""
+    config = ServiceConfig.from_env(
+        name, {"GRPC_PORT": "0", "METRICS_PORT": "-1", "DATABASE_URL": database_url, **settings}
+    )
+    return await start_server(make(config, env or {}), config)

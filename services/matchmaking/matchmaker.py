@@ -15,11 +15,11 @@ import uuid
 from typing import Any
 
 import grpc
-from libs.pairing import Seeker, pair
 from skillclassics.fairness.v1 import fairness_pb2, fairness_pb2_grpc
 from skillclassics.matchmaking.v1 import matchmaking_pb2 as pb
 from skillclassics.rules.v1 import rules_pb2
 
+from libs.pairing import Seeker, pair
 from libs.runtime.errors import ServiceError, Unavailable
 from libs.runtime.log import get_logger
 from libs.runtime.timesource import ServiceTime

@@ -7,11 +7,11 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
-from libs.pairing import Seeker
 from skillclassics.matchmaking.v1 import matchmaking_pb2 as pb
 from skillclassics.matchmaking.v1 import matchmaking_pb2_grpc
 from skillclassics.rules.v1 import rules_pb2
 
+from libs.pairing import Seeker
 from libs.runtime.errors import InvalidArgument
 from services.matchmaking.families import family_rules
 from services.matchmaking.matchmaker import Matchmaker

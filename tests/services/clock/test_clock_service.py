@@ -12,9 +12,9 @@ import pytest
 from skillclassics.clock.v1 import clock_pb2 as pb
 from skillclassics.clock.v1 import clock_pb2_grpc
 
-from libs.runtime import RunningServer, ServiceConfig, start_server
+from libs.runtime import RunningServer
 from services.clock.service import ClockService
-from tests.support import ServiceProcess
+from tests.support import ServiceProcess, start_in_process
 
 ROOT = Path(__file__).resolve().parents[3]
 Stub = clock_pb2_grpc.ClockServiceStub
@@ -26,9 +26,7 @@ def now_ms() -> int:
 
 
 async def _start(url: str) -> RunningServer:
-    env = {"GRPC_PORT": "0", "METRICS_PORT": "-1", "DATABASE_URL": url}
-    config = ServiceConfig.from_env("clock", env)
-    return await start_server(ClockService(config, {}), config)
+    return await start_in_process("clock", ClockService, url)
 
 
 @pytest.fixture

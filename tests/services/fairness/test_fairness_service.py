@@ -19,9 +19,9 @@ from libs.fairness.derivation import DrawSpec, draw_values, stream_key
 from libs.fairness.proof import Proof, verify
 from libs.persistence import Database
 from libs.persistence.schema import fairness_commitments
-from libs.runtime import RunningServer, ServiceConfig, start_server
+from libs.runtime import RunningServer
 from services.fairness.service import FairnessService
-from tests.support import ServiceProcess
+from tests.support import ServiceProcess, start_in_process
 
 ROOT = Path(__file__).resolve().parents[3]
 SEED_KEY = base64.b64encode(bytes(range(32))).decode()
@@ -30,9 +30,8 @@ Stub = fairness_pb2_grpc.FairnessServiceStub
 
 
 async def _start(url: str, data_dir: Path) -> RunningServer:
-    env = {"GRPC_PORT": "0", "METRICS_PORT": "-1", "DATABASE_URL": url, "DATA_DIR": str(data_dir)}
-    config = ServiceConfig.from_env("fairness", env)
-    return await start_server(FairnessService(config, {"FAIRNESS_SEED_KEY": SEED_KEY}), config)
+    keys = {"FAIRNESS_SEED_KEY": SEED_KEY}
+    return await start_in_process("fairness", FairnessService, url, keys, DATA_DIR=str(data_dir))
 
 
 @pytest.fixture

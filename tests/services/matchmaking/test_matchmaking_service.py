@@ -14,10 +14,10 @@ from skillclassics.matchmaking.v1 import matchmaking_pb2 as pb
 from skillclassics.matchmaking.v1 import matchmaking_pb2_grpc
 from skillclassics.rules.v1 import rules_pb2, rules_pb2_grpc
 
-from libs.runtime import RunningServer, ServiceConfig, start_server
+from libs.runtime import RunningServer
 from services.matchmaking.service import MatchmakingService
 from services.rules_chess.service import chess_rules_service
-from tests.support import free_port
+from tests.support import free_port, start_in_process
 
 MINUTE = 60_000
 FAILED, INVALID = grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.INVALID_ARGUMENT
@@ -34,21 +34,15 @@ class Platform:
 
 
 async def _start_matchmaking(database_url: str, port: int, rules_address: str) -> RunningServer:
-    config = ServiceConfig.from_env(
-        "matchmaking", {"GRPC_PORT": str(port), "METRICS_PORT": "-1", "DATABASE_URL": database_url}
-    )
-    return await start_server(MatchmakingService(config, {"RULES_CHESS_ADDRESSES": rules_address}), config)
+    env = {"RULES_CHESS_ADDRESSES": rules_address}
+    return await start_in_process("matchmaking", MatchmakingService, database_url, env, GRPC_PORT=str(port))
 
 
 @pytest.fixture
 async def platform(database_url: str) -> AsyncIterator[Platform]:
     mm_port = free_port()
-    rules_config = ServiceConfig.from_env(
-        "rules-chess", {"GRPC_PORT": "0", "METRICS_PORT": "-1", "DATABASE_URL": database_url}
-    )
-    rules = await start_server(
-        chess_rules_service(rules_config, {"MATCHMAKING_ADDRESS": f"127.0.0.1:{mm_port}"}), rules_config
-    )
+    rules_env = {"MATCHMAKING_ADDRESS": f"127.0.0.1:{mm_port}"}
+    rules = await start_in_process("rules-chess", chess_rules_service, database_url, rules_env)
     matchmaking = await _start_matchmaking(database_url, mm_port, rules.address)
     async with (
         grpc.aio.insecure_channel(matchmaking.address) as mm_channel,

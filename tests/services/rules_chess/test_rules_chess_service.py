@@ -13,9 +13,9 @@ from skillclassics.chess.v1 import chess_pb2
 from skillclassics.rules.v1 import rules_pb2 as pb
 from skillclassics.rules.v1 import rules_pb2_grpc
 
-from libs.runtime import RunningServer, ServiceConfig, start_server
+from libs.runtime import RunningServer
 from services.rules_chess.service import chess_rules_service
-from tests.support import ServiceProcess
+from tests.support import ServiceProcess, start_in_process
 
 ROOT = Path(__file__).resolve().parents[3]
 Stub = rules_pb2_grpc.RulesServiceStub
@@ -27,10 +27,8 @@ def new_id() -> str:
     return f"chess.0.{uuid.uuid4().hex[:12]}"
 
 
-async def _start(url: str) -> RunningServer:
-    env = {"GRPC_PORT": "0", "METRICS_PORT": "-1", "DATABASE_URL": url}
-    config = ServiceConfig.from_env("rules-chess", env)
-    return await start_server(chess_rules_service(config, {}), config)
+async def _start(url: str, env: dict[str, str] | None = None) -> RunningServer:
+    return await start_in_process("rules-chess", chess_rules_service, url, env)
 
 
 @pytest.fixture
@@ -369,16 +367,8 @@ async def test_wake_ups_come_from_the_clock_service(database_url: str) -> None:
 
     from services.clock.service import ClockService
 
-    clock_config = ServiceConfig.from_env(
-        "clock", {"GRPC_PORT": "0", "METRICS_PORT": "-1", "DATABASE_URL": database_url}
-    )
-    clock = await start_server(ClockService(clock_config, {}), clock_config)
-    rules_config = ServiceConfig.from_env(
-        "rules-chess", {"GRPC_PORT": "0", "METRICS_PORT": "-1", "DATABASE_URL": database_url}
-    )
-    rules = await start_server(
-        chess_rules_service(rules_config, {"CLOCK_ADDRESS": clock.address}), rules_config
-    )
+    clock = await start_in_process("clock", ClockService, database_url)
+    rules = await _start(database_url, {"CLOCK_ADDRESS": clock.address})
     try:
         async with grpc.aio.insecure_channel(rules.address) as channel:
             stub = Stub(channel)
@@ -424,11 +414,7 @@ async def test_results_reach_the_fairness_service_even_after_it_was_down(
                 fairness_pb2.CommitRequest(match_id=match_id, idempotency_key="k")
             )
         fairness.kill()  # the fairness service is down when the match ends
-        rules_config = ServiceConfig.from_env(
-            "rules-chess", {"GRPC_PORT": "0", "METRICS_PORT": "-1", "DATABASE_URL": database_url}
-        )
-        service = chess_rules_service(rules_config, {"FAIRNESS_ADDRESS": fairness.address})
-        rules = await start_server(service, rules_config)
+        rules = await _start(database_url, {"FAIRNESS_ADDRESS": fairness.address})
         try:
             async with grpc.aio.insecure_channel(rules.address) as channel:
                 stub = Stub(channel)
