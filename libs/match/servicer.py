@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import AsyncIterator
 
 import grpc
@@ -22,6 +23,8 @@ from libs.match.runtime import MatchRuntime
 from libs.runtime.errors import FailedPrecondition, InvalidArgument, Unavailable
 
 MAX_KEY = 128
+VIEW_CACHE_SIZE = 256
+"""Views are asked for within moments of each other (the answer, then each watcher): a few hundred do."""
 MAX_PLAYER_ID = 128
 _STATUS = {
     "waiting": rules_pb2.MATCH_STATUS_WAITING,
@@ -38,6 +41,7 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
     def __init__(self, runtime: MatchRuntime) -> None:
         self._runtime = runtime
         self._family = runtime.family
+        self._views: OrderedDict[tuple[str, int, int | None], rules_pb2.View] = OrderedDict()
 
     async def CreateMatch(
         self, request: rules_pb2.CreateMatchRequest, context: grpc.aio.ServicerContext
@@ -168,6 +172,18 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
 
     # -- encoding ----------------------------------------------------------------------------------------
 
+    def _view(self, record: MatchRecord, viewer: int | None) -> rules_pb2.View:
+        """The engine's view for ``viewer`` after ``record``'s event, computed once and shared by the
+        response and every watcher of that viewer (views are the costliest part of an update)."""
+        key = (record.match_id, record.sequence, viewer)
+        view = self._views.get(key)
+        if view is None:
+            view = self._family.view_to_proto(self._family.engine.view(record.game, viewer))
+            self._views[key] = view
+            if len(self._views) > VIEW_CACHE_SIZE:
+                self._views.popitem(last=False)
+        return view
+
     def _runtime_now(self) -> int:
         return self._runtime.now_ms()
 
@@ -192,7 +208,7 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
                 description=str(event.payload.get("description", "")),
                 at_ms=event.at_ms,
             ),
-            view=self._family.view_to_proto(engine.view(record.game, viewer)),
+            view=self._view(record, viewer),
             server_time_ms=at,
             connected_seats=record.connected_seats(),
         )
