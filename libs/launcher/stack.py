@@ -49,6 +49,7 @@ _WIRING: dict[str, tuple[tuple[str, str], ...]] = {
         ("matchmaking", "MATCHMAKING_ADDRESS"),
     ),
     "matchmaking": (("fairness", "FAIRNESS_ADDRESS"),),
+    "gateway": (("matchmaking", "MATCHMAKING_ADDRESS"), ("rules-chess", "RULES_CHESS_ADDRESSES")),
 }
 """For each kind of service, the other services it calls and the variable that gives their address."""
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from libs.runtime.config import ConfigError
@@ -42,7 +43,7 @@ def development_key(path: Path, length: int) -> bytes:
 
 
 def key_from_env(
-    env: dict[str, str] | os._Environ[str] | None,
+    env: Mapping[str, str],
     name: str,
     dev_path: Path,
     *,
@@ -52,8 +53,7 @@ def key_from_env(
     dev_length: int = 32,
 ) -> bytes:
     """The key in variable ``name``; unset: an error in production, else :func:`development_key`."""
-    environ = os.environ if env is None else env
-    raw = environ.get(name, "").strip()
+    raw = env.get(name, "").strip()
     if raw:
         return decode_key(name, raw, length=length, min_length=min_length)
     if production:

@@ -9,8 +9,6 @@ once into ``DATA_DIR/fairness-seed.key`` (mode 0600); in production a missing ke
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 import os
 from collections.abc import Mapping
@@ -20,6 +18,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from libs.runtime.config import ConfigError
+from libs.runtime.devkeys import decode_key, development_key
 
 KEY_BYTES = 32
 NONCE_BYTES = 12
@@ -80,21 +79,8 @@ class SeedVault:
 
 
 def _decode_key(name: str, text: str) -> bytes:
-    try:
-        key = base64.b64decode(text.strip(), validate=True)
-    except (binascii.Error, ValueError):
-        raise ConfigError(f"{name} must be base64") from None
-    if len(key) != KEY_BYTES:
-        raise ConfigError(f"{name} must decode to {KEY_BYTES} bytes, got {len(key)}")
-    return key
+    return decode_key(name, text, length=KEY_BYTES)
 
 
 def _development_key(path: Path) -> bytes:
-    if path.exists():
-        return _decode_key(str(path), path.read_text())
-    path.parent.mkdir(parents=True, exist_ok=True)
-    key = os.urandom(KEY_BYTES)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(base64.b64encode(key).decode() + "\n")
-    return key
+    return development_key(path, KEY_BYTES)

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 import grpc
 from skillclassics.rules.v1 import rules_pb2, rules_pb2_grpc
 
+from libs.match.routing import RulesChannels, all_shard_addresses
 from libs.runtime.errors import Unavailable
 
 CALL_TIMEOUT_S = 5.0
@@ -23,11 +24,8 @@ class RulesShards:
     """gRPC stubs for every rules shard of every configured family."""
 
     def __init__(self, env: Mapping[str, str], families: list[str]) -> None:
-        self._addresses: dict[str, list[str]] = {}
-        for family in families:
-            raw = env.get(f"RULES_{family.upper()}_ADDRESSES", "")
-            self._addresses[family] = [a.strip() for a in raw.split(",") if a.strip()]
-        self._channels: dict[str, grpc.aio.Channel] = {}
+        self._addresses = all_shard_addresses(env, families)
+        self._channels = RulesChannels()
 
     def new_match_id(self, family: str) -> str:
         shards = self._addresses.get(family) or []
@@ -39,11 +37,7 @@ class RulesShards:
 
     def stub(self, match_id: str) -> rules_pb2_grpc.RulesServiceStub:
         family, shard, _ = match_id.split(".", 2)
-        address = self._addresses[family][int(shard)]
-        channel = self._channels.get(address)
-        if channel is None:
-            channel = self._channels[address] = grpc.aio.insecure_channel(address)
-        return rules_pb2_grpc.RulesServiceStub(channel)
+        return self._channels.stub(self._addresses[family][int(shard)])
 
     async def create_match(self, request: rules_pb2.CreateMatchRequest) -> None:
         """Create the match on its shard (idempotent: the request carries its idempotency key)."""
@@ -53,5 +47,4 @@ class RulesShards:
             raise Unavailable(f"the rules shard of {request.match_id} refused: {error.details()}") from None
 
     async def close(self) -> None:
-        for channel in self._channels.values():
-            await channel.close()
+        await self._channels.close()

@@ -1,0 +1,55 @@
+"""Where a family's rules shards listen, and the channel to the shard a match id names.
+
+``RULES_<FAMILY>_ADDRESSES`` (e.g. ``RULES_CHESS_ADDRESSES=10.0.0.5:50060,10.0.0.6:50060``) lists a
+family's shards in shard order: the n-th address serves shard n, and the match id names the shard
+(``chess.<n>.<unique>``, see :mod:`libs.match.ids`). Matchmaking and the gateway both route this way.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+import grpc
+from skillclassics.rules.v1 import rules_pb2_grpc
+
+_VARIABLE = re.compile(r"RULES_([A-Z]{2,32})_ADDRESSES")
+
+
+def address_variable(family: str) -> str:
+    """The variable that lists ``family``'s shards."""
+    return f"RULES_{family.upper()}_ADDRESSES"
+
+
+def shard_addresses(env: Mapping[str, str], family: str) -> list[str]:
+    """``family``'s shard addresses in shard order (empty when none is configured)."""
+    raw = env.get(address_variable(family), "")
+    return [a.strip() for a in raw.split(",") if a.strip()]
+
+
+def all_shard_addresses(
+    env: Mapping[str, str], families: Iterable[str] | None = None
+) -> dict[str, list[str]]:
+    """Every configured family's shards: those of ``families``, or of every ``RULES_*_ADDRESSES``."""
+    if families is None:
+        families = [m[1].lower() for m in (_VARIABLE.fullmatch(name) for name in env) if m is not None]
+    return {family: shard_addresses(env, family) for family in families}
+
+
+class RulesChannels:
+    """One lazily opened channel per rules shard address."""
+
+    def __init__(self, options: list[tuple[str, object]] | None = None) -> None:
+        self._channels: dict[str, grpc.aio.Channel] = {}
+        self._options = options or []
+
+    def stub(self, address: str) -> rules_pb2_grpc.RulesServiceStub:
+        channel = self._channels.get(address)
+        if channel is None:
+            channel = self._channels[address] = grpc.aio.insecure_channel(address, options=self._options)
+        return rules_pb2_grpc.RulesServiceStub(channel)
+
+    async def close(self) -> None:
+        for channel in self._channels.values():
+            await channel.close()
+        self._channels.clear()

@@ -1,0 +1,1 @@
+"""The gateway service: the only client-facing door (see docs/gateway.md)."""

@@ -1,0 +1,91 @@
+"""The gateway service as the runtime starts it.
+
+Configuration on top of the runtime's (the gateway has no database of its own):
+
+==============================  ===============================================================  =========
+variable                        meaning                                                          default
+==============================  ===============================================================  =========
+``GATEWAY_TOKEN_KEY``           the token signing key, base64, at least 32 bytes                 dev file
+``MATCHMAKING_ADDRESS``         host:port of matchmaking                                         unset
+``RULES_<FAMILY>_ADDRESSES``    each family's rules shards, comma-separated, in shard order      unset
+``GATEWAY_CALL_RATE``           unary calls per second per player (token bucket refill)          20
+``GATEWAY_CALL_BURST``          unary calls a player may make at once (bucket size)              40
+``GATEWAY_STREAM_RATE``         stream opens per second per player                               5
+``GATEWAY_STREAM_BURST``        stream opens a player may make at once                           10
+``GATEWAY_BACKEND_TIMEOUT_MS``  the deadline of every unary call to matchmaking or a rules shard  5000
+==============================  ===============================================================  =========
+
+In development an unset ``GATEWAY_TOKEN_KEY`` is generated once into ``DATA_DIR/gateway-token.key``;
+in production it must be set.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+
+import grpc
+from skillclassics.gateway.v1 import gateway_pb2, gateway_pb2_grpc
+from skillclassics.matchmaking.v1 import matchmaking_pb2_grpc
+
+from libs.match.routing import RulesChannels, all_shard_addresses
+from libs.runtime import Service, ServiceConfig
+from libs.runtime.config import env_int
+from libs.runtime.server import MAX_MESSAGE_BYTES
+from services.gateway.limits import TokenBuckets
+from services.gateway.servicer import Backends, GatewayServicer
+from services.gateway.tokens import token_key
+
+_CHANNEL_OPTIONS: list[tuple[str, object]] = [
+    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+]
+
+
+class GatewayService(Service):
+    """``skillclassics.gateway.v1.GatewayService``."""
+
+    name = "gateway"
+
+    def __init__(self, config: ServiceConfig, env: Mapping[str, str] | None = None) -> None:
+        environ = os.environ if env is None else env
+        self._config = config
+        self._key = token_key(environ, config.data_dir, config.is_production)
+        self._matchmaking_address = environ.get("MATCHMAKING_ADDRESS", "").strip()
+        self._shards = all_shard_addresses(environ)
+        self._call_rate = env_int(environ, "GATEWAY_CALL_RATE", 20, minimum=1)
+        self._call_burst = env_int(environ, "GATEWAY_CALL_BURST", 40, minimum=1)
+        self._stream_rate = env_int(environ, "GATEWAY_STREAM_RATE", 5, minimum=1)
+        self._stream_burst = env_int(environ, "GATEWAY_STREAM_BURST", 10, minimum=1)
+        self._timeout_s = env_int(environ, "GATEWAY_BACKEND_TIMEOUT_MS", 5000, minimum=1) / 1000
+        self._channels = RulesChannels(_CHANNEL_OPTIONS)
+        self._matchmaking: grpc.aio.Channel | None = None
+        self.servicer: GatewayServicer | None = None
+
+    @property
+    def service_names(self) -> Sequence[str]:
+        return [gateway_pb2.DESCRIPTOR.services_by_name["GatewayService"].full_name]
+
+    async def start(self, server: grpc.aio.Server) -> None:
+        lobby = None
+        if self._matchmaking_address:
+            self._matchmaking = grpc.aio.insecure_channel(self._matchmaking_address, options=_CHANNEL_OPTIONS)
+            lobby = matchmaking_pb2_grpc.MatchmakingServiceStub(self._matchmaking)
+        self.servicer = GatewayServicer(
+            self._key,
+            Backends(lobby, self._shards, self._channels, self._timeout_s),
+            TokenBuckets("calls", self._call_rate, self._call_burst),
+            TokenBuckets("stream opens", self._stream_rate, self._stream_burst),
+        )
+        gateway_pb2_grpc.add_GatewayServiceServicer_to_server(self.servicer, server)
+
+    async def drain(self) -> None:
+        if self.servicer is not None:
+            self.servicer.drain()
+
+    async def close(self) -> None:
+        if self.servicer is not None:
+            await self.servicer.presence.close()
+        await self._channels.close()
+        if self._matchmaking is not None:
+            await self._matchmaking.close()

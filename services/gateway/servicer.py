@@ -1,0 +1,384 @@
+"""The gRPC face of the gateway: authenticate, rate-limit, derive the seat, forward, pass errors through.
+
+Nothing here holds match state: every call is answered by matchmaking or by the rules shard the match id
+names. The only memory is the stream counts for presence, the rate-limit buckets and a bounded cache of
+seat assignments (which never change once a match exists).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, NoReturn, TypeVar
+
+import grpc
+import structlog
+from skillclassics.gateway.v1 import gateway_pb2 as pb
+from skillclassics.gateway.v1 import gateway_pb2_grpc
+from skillclassics.matchmaking.v1 import matchmaking_pb2 as mm_pb
+from skillclassics.matchmaking.v1 import matchmaking_pb2_grpc
+from skillclassics.rules.v1 import rules_pb2, rules_pb2_grpc
+
+from libs.match.ids import MatchId, MatchIdError
+from libs.match.routing import RulesChannels, address_variable
+from libs.runtime.errors import InvalidArgument, NotFound, PermissionDenied, Unauthenticated, Unavailable
+from libs.runtime.interceptor import REQUEST_ID_METADATA
+from services.gateway.limits import TokenBuckets
+from services.gateway.presence import PresenceTracker
+from services.gateway.tokens import Claims, TokenError, verify_token
+
+SEAT_CACHE_SIZE = 10_000
+_T = TypeVar("_T")
+_UNREACHABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+
+
+class Backends:
+    """Where the gateway forwards: matchmaking, and each family's rules shards."""
+
+    def __init__(
+        self,
+        matchmaking: matchmaking_pb2_grpc.MatchmakingServiceStub | None,
+        shards: dict[str, list[str]],
+        channels: RulesChannels,
+        timeout_s: float,
+    ) -> None:
+        self.matchmaking = matchmaking
+        self.shards = shards
+        self.channels = channels
+        self.timeout_s = timeout_s
+
+    def route(self, match_id: str) -> tuple[str, rules_pb2_grpc.RulesServiceStub]:
+        """The rules shard serving ``match_id``: its name for messages and its stub."""
+        try:
+            parsed = MatchId.parse(match_id)
+        except MatchIdError as error:
+            raise InvalidArgument(str(error)) from None
+        addresses = self.shards.get(parsed.family)
+        if not addresses:
+            raise NotFound(
+                f"no {parsed.family} rules service is configured here ({address_variable(parsed.family)})"
+            )
+        if parsed.shard >= len(addresses):
+            raise NotFound(f"no match {match_id}: {parsed.family} has shards 0-{len(addresses) - 1}")
+        name = f"rules-{parsed.family} shard {parsed.shard}"
+        return name, self.channels.stub(addresses[parsed.shard])
+
+    def stub(self, match_id: str) -> rules_pb2_grpc.RulesServiceStub:
+        return self.route(match_id)[1]
+
+    def lobby(self) -> matchmaking_pb2_grpc.MatchmakingServiceStub:
+        if self.matchmaking is None:
+            raise Unavailable("matchmaking is not configured (MATCHMAKING_ADDRESS)")
+        return self.matchmaking
+
+
+def _metadata() -> tuple[tuple[str, str], ...]:
+    request_id = structlog.contextvars.get_contextvars().get("request_id")
+    return ((REQUEST_ID_METADATA, request_id),) if isinstance(request_id, str) else ()
+
+
+async def _refuse(backend: str, error: grpc.aio.AioRpcError, context: grpc.aio.ServicerContext) -> NoReturn:
+    """Answer the caller with a backend's refusal: its code and reason, or UNAVAILABLE naming it."""
+    code = error.code()
+    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+        raise Unavailable(f"{backend} did not answer in time") from None
+    if code == grpc.StatusCode.UNAVAILABLE:
+        raise Unavailable(f"{backend} is unavailable: {error.details()}") from None
+    await context.abort(code, error.details() or code.name)
+    raise AssertionError("context.abort returned")  # pragma: no cover
+
+
+class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
+    """Implements ``skillclassics.gateway.v1.GatewayService``."""
+
+    def __init__(
+        self,
+        key: bytes,
+        backends: Backends,
+        calls: TokenBuckets,
+        streams: TokenBuckets,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._key = key
+        self._backends = backends
+        self._calls = calls
+        self._streams = streams
+        self._clock = clock
+        self.presence = PresenceTracker(backends.stub, backends.timeout_s)
+        self._seats: collections.OrderedDict[str, tuple[str, ...]] = collections.OrderedDict()
+        self._open_calls: set[Any] = set()
+        self._draining = False
+
+    # -- the caller ----------------------------------------------------------------------------------------
+
+    def _claims(self, context: grpc.aio.ServicerContext) -> Claims:
+        header = None
+        for key, value in context.invocation_metadata() or ():
+            if key == "authorization":
+                header = value
+        if not isinstance(header, str) or not header:
+            raise Unauthenticated("no token: send the metadata 'authorization: Bearer <token>'")
+        scheme, _, token = header.strip().partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise Unauthenticated("the authorization metadata must be 'Bearer <token>'")
+        try:
+            return verify_token(self._key, token.strip(), int(self._clock()))
+        except TokenError as error:
+            raise Unauthenticated(str(error)) from None
+
+    def _player(self, context: grpc.aio.ServicerContext) -> str:
+        """The signed-in caller, who has a call left in their allowance."""
+        player = self._claims(context).player_id
+        self._calls.take(player)
+        return player
+
+    # -- forwarding ----------------------------------------------------------------------------------------
+
+    async def _unary(
+        self,
+        backend: str,
+        method: Callable[..., Awaitable[_T]],
+        request: Any,
+        context: grpc.aio.ServicerContext,
+    ) -> _T:
+        try:
+            return await method(request, timeout=self._backends.timeout_s, metadata=_metadata())
+        except grpc.aio.AioRpcError as error:
+            await _refuse(backend, error, context)
+
+    async def _lobby(self, name: str, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        return await self._unary("matchmaking", getattr(self._backends.lobby(), name), request, context)
+
+    async def _seats_of(self, match_id: str, context: grpc.aio.ServicerContext) -> tuple[str, ...]:
+        """Who sits in each seat of ``match_id`` (asked of its rules shard once, then remembered)."""
+        seats = self._seats.get(match_id)
+        if seats is not None:
+            self._seats.move_to_end(match_id)
+            return seats
+        backend, stub = self._backends.route(match_id)
+        reply = await self._unary(
+            backend, stub.GetMatch, rules_pb2.GetMatchRequest(match_id=match_id, spectator=True), context
+        )
+        seats = tuple(s.player_id for s in sorted(reply.seats, key=lambda s: s.seat))
+        self._seats[match_id] = seats
+        if len(self._seats) > SEAT_CACHE_SIZE:
+            self._seats.popitem(last=False)
+        return seats
+
+    async def _seat(self, match_id: str, player: str, context: grpc.aio.ServicerContext) -> int | None:
+        seats = await self._seats_of(match_id, context)
+        return seats.index(player) if player in seats else None
+
+    # -- lobby ---------------------------------------------------------------------------------------------
+
+    async def WhoAmI(self, request: pb.WhoAmIRequest, context: grpc.aio.ServicerContext) -> pb.WhoAmIResponse:
+        claims = self._claims(context)
+        return pb.WhoAmIResponse(player_id=claims.player_id, expires_at=claims.expires_at)
+
+    async def CreateTable(
+        self, request: pb.CreateTableRequest, context: grpc.aio.ServicerContext
+    ) -> pb.CreateTableResponse:
+        forwarded = mm_pb.CreateTableRequest(
+            player_id=self._player(context),
+            family=request.family,
+            options=request.options,
+            time_control=request.time_control,
+            entry_fee_minor=request.entry_fee_minor,
+            currency=request.currency,
+            visibility=request.visibility,
+            idempotency_key=request.idempotency_key,
+        )
+        reply = await self._lobby("CreateTable", forwarded, context)
+        return pb.CreateTableResponse(table=reply.table)
+
+    async def ListTables(
+        self, request: pb.ListTablesRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ListTablesResponse:
+        self._player(context)
+        forwarded = mm_pb.ListTablesRequest(
+            family=request.family,
+            max_entry_fee_minor=request.max_entry_fee_minor,
+            currency=request.currency,
+            base_ms=request.base_ms,
+            limit=request.limit,
+        )
+        reply = await self._lobby("ListTables", forwarded, context)
+        return pb.ListTablesResponse(tables=reply.tables)
+
+    async def JoinTable(
+        self, request: pb.JoinTableRequest, context: grpc.aio.ServicerContext
+    ) -> pb.JoinTableResponse:
+        forwarded = mm_pb.JoinTableRequest(player_id=self._player(context), table_id=request.table_id)
+        reply = await self._lobby("JoinTable", forwarded, context)
+        return pb.JoinTableResponse(table=reply.table)
+
+    async def LeaveTable(
+        self, request: pb.LeaveTableRequest, context: grpc.aio.ServicerContext
+    ) -> pb.LeaveTableResponse:
+        forwarded = mm_pb.LeaveTableRequest(player_id=self._player(context), table_id=request.table_id)
+        reply = await self._lobby("LeaveTable", forwarded, context)
+        return pb.LeaveTableResponse(table=reply.table)
+
+    async def EnterQueue(
+        self, request: pb.EnterQueueRequest, context: grpc.aio.ServicerContext
+    ) -> pb.EnterQueueResponse:
+        forwarded = mm_pb.EnterQueueRequest(
+            player_id=self._player(context),
+            family=request.family,
+            options=request.options,
+            time_control=request.time_control,
+            entry_fee_minor=request.entry_fee_minor,
+            currency=request.currency,
+        )
+        reply = await self._lobby("EnterQueue", forwarded, context)
+        return pb.EnterQueueResponse(pool=reply.pool, rating=reply.rating, entered_at_ms=reply.entered_at_ms)
+
+    async def LeaveQueue(
+        self, request: pb.LeaveQueueRequest, context: grpc.aio.ServicerContext
+    ) -> pb.LeaveQueueResponse:
+        forwarded = mm_pb.LeaveQueueRequest(player_id=self._player(context))
+        reply = await self._lobby("LeaveQueue", forwarded, context)
+        return pb.LeaveQueueResponse(left=reply.left)
+
+    async def WatchLobby(
+        self, request: pb.WatchLobbyRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[pb.WatchLobbyResponse]:
+        player = self._claims(context).player_id
+        self._streams.take(player)
+        call = self._backends.lobby().WatchLobby(
+            mm_pb.WatchLobbyRequest(player_id=player), metadata=_metadata()
+        )
+        async for event in self._relay("matchmaking", call, context):
+            reply = pb.WatchLobbyResponse(at_ms=event.at_ms)
+            which = event.WhichOneof("event")
+            if which is not None:
+                getattr(reply, which).CopyFrom(getattr(event, which))
+            yield reply
+
+    async def GetRatings(
+        self, request: pb.GetRatingsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.GetRatingsResponse:
+        forwarded = mm_pb.GetRatingsRequest(player_id=self._player(context))
+        reply = await self._lobby("GetRatings", forwarded, context)
+        return pb.GetRatingsResponse(ratings=reply.ratings, history=reply.history)
+
+    async def GetMatchHistory(
+        self, request: pb.GetMatchHistoryRequest, context: grpc.aio.ServicerContext
+    ) -> pb.GetMatchHistoryResponse:
+        forwarded = mm_pb.GetMatchHistoryRequest(player_id=self._player(context), family=request.family)
+        reply = await self._lobby("GetMatchHistory", forwarded, context)
+        return pb.GetMatchHistoryResponse(matches=reply.matches)
+
+    # -- play ----------------------------------------------------------------------------------------------
+
+    async def SubmitAction(
+        self, request: pb.SubmitActionRequest, context: grpc.aio.ServicerContext
+    ) -> pb.SubmitActionResponse:
+        player = self._player(context)
+        backend, stub = self._backends.route(request.match_id)
+        seat = await self._seat(request.match_id, player, context)
+        if seat is None:
+            raise PermissionDenied(f"you are not seated in match {request.match_id}")
+        forwarded = rules_pb2.SubmitActionRequest(
+            match_id=request.match_id,
+            seat=seat,
+            idempotency_key=request.idempotency_key,
+            action=request.action,
+        )
+        reply = await self._unary(backend, stub.SubmitAction, forwarded, context)
+        return pb.SubmitActionResponse(sequence=reply.sequence, update=reply.update, seat=seat)
+
+    async def GetMatch(
+        self, request: pb.GetMatchRequest, context: grpc.aio.ServicerContext
+    ) -> pb.GetMatchResponse:
+        player = self._player(context)
+        backend, stub = self._backends.route(request.match_id)
+        seat = await self._seat(request.match_id, player, context)
+        forwarded = rules_pb2.GetMatchRequest(match_id=request.match_id)
+        if request.spectator:
+            forwarded.spectator = True
+        elif seat is None:
+            raise PermissionDenied(
+                f"you are not seated in match {request.match_id}; ask with spectator set for the public view"
+            )
+        else:
+            forwarded.seat = seat
+        reply = await self._unary(backend, stub.GetMatch, forwarded, context)
+        answer = pb.GetMatchResponse(
+            update=reply.update, seats=reply.seats, options=reply.options, time_control=reply.time_control
+        )
+        if seat is not None:
+            answer.seat = seat
+        return answer
+
+    async def GetRecord(
+        self, request: pb.GetRecordRequest, context: grpc.aio.ServicerContext
+    ) -> pb.GetRecordResponse:
+        self._player(context)
+        backend, stub = self._backends.route(request.match_id)
+        reply = await self._unary(
+            backend, stub.GetRecord, rules_pb2.GetRecordRequest(match_id=request.match_id), context
+        )
+        return pb.GetRecordResponse(
+            match_id=reply.match_id,
+            result=reply.result,
+            record=reply.record,
+            record_format=reply.record_format,
+        )
+
+    async def WatchMatch(
+        self, request: pb.WatchMatchRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[pb.WatchMatchResponse]:
+        player = self._claims(context).player_id
+        self._streams.take(player)
+        backend, stub = self._backends.route(request.match_id)
+        forwarded = rules_pb2.WatchRequest(match_id=request.match_id, from_sequence=request.from_sequence)
+        seat: int | None = None
+        if request.spectator:
+            forwarded.spectator = True
+        else:
+            seat = await self._seat(request.match_id, player, context)
+            if seat is None:
+                raise PermissionDenied(
+                    f"you are not seated in match {request.match_id}; watch with spectator set instead"
+                )
+            forwarded.seat = seat
+        call = stub.Watch(forwarded, metadata=_metadata())
+        if seat is not None:
+            self.presence.opened(request.match_id, seat)
+        try:
+            async for response in self._relay(backend, call, context):
+                yield pb.WatchMatchResponse(update=response.update)
+        finally:
+            if seat is not None:
+                self.presence.closed(request.match_id, seat)
+
+    async def _relay(self, backend: str, call: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+        """The messages of a backend stream; its end or refusal is the caller's."""
+        self._open_calls.add(call)
+        try:
+            if self._draining:
+                raise Unavailable("the gateway is shutting down; reconnect")
+            async for message in call:
+                yield message
+        except grpc.aio.AioRpcError as error:
+            if self._draining:
+                raise Unavailable("the gateway is shutting down; reconnect from your last sequence") from None
+            await _refuse(backend, error, context)
+        except asyncio.CancelledError:
+            # drain() cancelled the backend call (this task itself was not cancelled): tell the caller.
+            task = asyncio.current_task()
+            if self._draining and task is not None and task.cancelling() == 0:
+                raise Unavailable("the gateway is shutting down; reconnect from your last sequence") from None
+            raise
+        finally:
+            self._open_calls.discard(call)
+            call.cancel()
+
+    def drain(self) -> None:
+        """Shutdown began: end every relayed stream (callers get UNAVAILABLE and reconnect elsewhere)."""
+        self._draining = True
+        for call in list(self._open_calls):
+            call.cancel()
