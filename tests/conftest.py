@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import uuid
 from collections.abc import AsyncIterator
 
@@ -80,3 +81,25 @@ async def migrated_url(database_url: str) -> str:
     """A database on each backend with every migration applied."""
     await migrate(database_url)
     return database_url
+
+
+# -- leaving the process --------------------------------------------------------------------------------
+#
+# grpc.aio leaves a poller thread behind once the event loops of the tests have closed. At the end of the
+# session pytest's unraisable-exception plugin runs gc.collect(), a finalizer of grpc's then joins that
+# thread, and the join can wait for many minutes (seen: 12) although every test has passed. So once the
+# session has finished and reported, the process leaves at once with the session's exit status.
+
+_exit_status: list[int] = []
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    _exit_status.append(int(exitstatus))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _exit_status and os.environ.get("PYTEST_KEEP_PROCESS") != "1":
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(_exit_status[-1])

@@ -205,8 +205,8 @@ async def test_a_restart_fires_every_timer_it_had_late_ones_marked(database_url:
         await second.stop(grace=0.5)
 
 
-def test_kill_9_loses_no_timer_and_acked_ones_stay_acked(tmp_path: Path, database_url: str) -> None:
-    asyncio.run(_kill_9(tmp_path, database_url))
+async def test_kill_9_loses_no_timer_and_acked_ones_stay_acked(tmp_path: Path, database_url: str) -> None:
+    await _kill_9(tmp_path, database_url)
 
 
 async def _kill_9(tmp_path: Path, database_url: str) -> None:

@@ -284,8 +284,8 @@ async def test_the_database_holds_no_readable_seed(database_url: str, stub: Stub
     assert seed.hex().encode() not in stored
 
 
-def test_kill_9_and_restart_keeps_every_draw(tmp_path: Path) -> None:
-    asyncio.run(_kill_and_restart(tmp_path))
+async def test_kill_9_and_restart_keeps_every_draw(tmp_path: Path) -> None:
+    await _kill_and_restart(tmp_path)
 
 
 async def _kill_and_restart(tmp_path: Path) -> None:

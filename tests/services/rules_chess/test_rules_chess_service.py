@@ -342,8 +342,8 @@ async def test_a_restart_resumes_every_match_with_its_clocks(database_url: str) 
         await second.stop(grace=0.5)
 
 
-def test_kill_9_mid_game_loses_no_acknowledged_move(database_url: str, tmp_path: Path) -> None:
-    asyncio.run(_kill_9(database_url, tmp_path))
+async def test_kill_9_mid_game_loses_no_acknowledged_move(database_url: str, tmp_path: Path) -> None:
+    await _kill_9(database_url, tmp_path)
 
 
 async def _kill_9(database_url: str, tmp_path: Path) -> None:
