@@ -379,7 +379,10 @@ async def test_wake_ups_come_from_the_clock_service(database_url: str) -> None:
         async with grpc.aio.insecure_channel(clock.address) as channel:
             # The expiry is acknowledged once handled: soon nothing is pending for the rules shard.
             clock_stub = clock_pb2_grpc.ClockServiceStub(channel)
-            for _ in range(20):
+            # Each look waits 0.2 s for a pending expiry; the acknowledgement may still be in flight,
+            # so keep looking (with a pause) for up to 10 s rather than a fixed number of tries.
+            deadline = asyncio.get_running_loop().time() + 10
+            while True:
                 call = clock_stub.WatchExpirations(clock_pb2.WatchExpirationsRequest(owner="rules-chess-0"))
                 try:
                     async with asyncio.timeout(0.2):
@@ -388,8 +391,9 @@ async def test_wake_ups_come_from_the_clock_service(database_url: str) -> None:
                     break
                 finally:
                     call.cancel()
-            else:
-                pytest.fail("the rules service never acknowledged its wake-up")
+                if asyncio.get_running_loop().time() > deadline:
+                    pytest.fail("the rules service never acknowledged its wake-up")
+                await asyncio.sleep(0.1)
     finally:
         await rules.stop(grace=0.5)
         await clock.stop(grace=0.5)
