@@ -15,6 +15,10 @@ owns time, persistence and delivery; it hands the engine everything else it need
   an engine except through a view computed for the player allowed to see it.
 - ``legal_actions(state, seat)`` lists, sorted, the actions ``seat`` may take now, in the family's own
   notation.
+- ``chance_needed(state)`` is the random draw the game waits for (a shuffle, the first dealer), or
+  ``None``; the runtime obtains it from the fairness service, logs it, and hands it back through
+  ``apply_chance(state, request, values)``. Engines without chance return ``None`` and never see
+  ``apply_chance``. While a draw is pending no seat may act.
 
 Seats are numbered from 0; seat 0 moves first unless the family's rules say otherwise (White in chess).
 """
@@ -63,6 +67,8 @@ class Termination(StrEnum):
     DRAW_AGREED = "draw_agreed"
     DEAD_POSITION = "dead_position"
     TIMEOUT_VS_INSUFFICIENT_MATERIAL = "timeout_vs_insufficient_material"
+    HANDS_WON = "hands_won"
+    """A match of several hands (gin rummy) won by taking the required number of hands."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +100,36 @@ class ActionContext:
     """Each seat's clock as of the action, after the mover's time was charged."""
 
 
+@dataclass(frozen=True, slots=True)
+class ChanceRequest:
+    """One draw a game needs from its fairness stream (docs/fairness.md, section 6).
+
+    The stream name and the index are fixed by the rules of the game (for example stream ``shuffle``,
+    index = the number of deals so far), never chosen per match, so a proof can be audited.
+    """
+
+    stream: str
+    index: int
+    kind: str
+    """``dice``, ``integer``, ``coin`` or ``shuffle``."""
+    count: int
+    bound: int
+    """The exclusive upper bound of integers, or the number of items of a shuffle (0 otherwise)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "stream": self.stream,
+            "index": self.index,
+            "kind": self.kind,
+            "count": self.count,
+            "bound": self.bound,
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> ChanceRequest:
+        return cls(data["stream"], int(data["index"]), data["kind"], int(data["count"]), int(data["bound"]))
+
+
 State = TypeVar("State")
 Options = TypeVar("Options", contravariant=True)
 View = TypeVar("View", covariant=True)
@@ -123,3 +159,11 @@ class Engine(Protocol[State, Options, View]):
         ...
 
     def view(self, state: State, seat: int | None) -> View: ...
+
+    def chance_needed(self, state: State) -> ChanceRequest | None:
+        """The draw the game waits for before anyone can act, or ``None``."""
+        ...
+
+    def apply_chance(self, state: State, request: ChanceRequest, values: tuple[int, ...]) -> State:
+        """The state once ``request`` was drawn with ``values`` (only called when it was needed)."""
+        ...

@@ -26,6 +26,7 @@ import chess
 
 from libs.engines.base import (
     ActionContext,
+    ChanceRequest,
     IllegalActionError,
     InvalidOptionsError,
     MalformedActionError,
@@ -334,6 +335,13 @@ class ChessEngine:
             halfmove_clock=board.halfmove_clock,
             outcome=state.result,
         )
+
+    def chance_needed(self, state: ChessState) -> ChanceRequest | None:
+        """Chess has no chance."""
+        return None
+
+    def apply_chance(self, state: ChessState, request: ChanceRequest, values: tuple[int, ...]) -> ChessState:
+        raise ValueError("chess draws nothing from a fairness stream")
 
     def _move(self, state: ChessState, seat: int, action: Move, context: ActionContext) -> ChessState:
         board = state._board

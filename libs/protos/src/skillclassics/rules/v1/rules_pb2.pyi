@@ -9,6 +9,7 @@ from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from skillclassics.chess.v1 import chess_pb2 as _chess_pb2
+from skillclassics.gin.v1 import gin_pb2 as _gin_pb2
 import builtins as _builtins
 import sys
 import typing as _typing
@@ -72,6 +73,8 @@ class _TerminationEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Terminati
     TERMINATION_DRAW_AGREED: _Termination.ValueType  # 13
     TERMINATION_DEAD_POSITION: _Termination.ValueType  # 14
     TERMINATION_TIMEOUT_VS_INSUFFICIENT_MATERIAL: _Termination.ValueType  # 15
+    TERMINATION_HANDS_WON: _Termination.ValueType  # 16
+    """A match of hands (gin rummy) won by taking the required number of hands."""
 
 class Termination(_Termination, metaclass=_TerminationEnumTypeWrapper):
     """Termination is why a match ended."""
@@ -92,6 +95,8 @@ TERMINATION_FIFTY_MOVES: Termination.ValueType  # 12
 TERMINATION_DRAW_AGREED: Termination.ValueType  # 13
 TERMINATION_DEAD_POSITION: Termination.ValueType  # 14
 TERMINATION_TIMEOUT_VS_INSUFFICIENT_MATERIAL: Termination.ValueType  # 15
+TERMINATION_HANDS_WON: Termination.ValueType  # 16
+"""A match of hands (gin rummy) won by taking the required number of hands."""
 Global___Termination: _TypeAlias = Termination  # noqa: Y015
 
 @_typing.final
@@ -167,18 +172,22 @@ class MatchOptions(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     CHESS_FIELD_NUMBER: _builtins.int
+    GIN_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def chess(self) -> _chess_pb2.ChessOptions: ...
+    @_builtins.property
+    def gin(self) -> _gin_pb2.GinOptions: ...
     def __init__(
         self,
         *,
         chess: _chess_pb2.ChessOptions | None = ...,
+        gin: _gin_pb2.GinOptions | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["chess", b"chess", "family", b"family"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["chess", b"chess", "family", b"family", "gin", b"gin"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["chess", b"chess", "family", b"family"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chess", b"chess", "family", b"family", "gin", b"gin"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_family: _TypeAlias = _typing.Literal["chess"]  # noqa: Y015
+    _WhichOneofReturnType_family: _TypeAlias = _typing.Literal["chess", "gin"]  # noqa: Y015
     _WhichOneofArgType_family: _TypeAlias = _typing.Literal["family", b"family"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_family) -> _WhichOneofReturnType_family | None: ...
 
@@ -192,21 +201,25 @@ class Action(_message.Message):
 
     RESIGN_FIELD_NUMBER: _builtins.int
     CHESS_FIELD_NUMBER: _builtins.int
+    GIN_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def resign(self) -> Global___Resign: ...
     @_builtins.property
     def chess(self) -> _chess_pb2.ChessAction: ...
+    @_builtins.property
+    def gin(self) -> _gin_pb2.GinAction: ...
     def __init__(
         self,
         *,
         resign: Global___Resign | None = ...,
         chess: _chess_pb2.ChessAction | None = ...,
+        gin: _gin_pb2.GinAction | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["chess", b"chess", "kind", b"kind", "resign", b"resign"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["chess", b"chess", "gin", b"gin", "kind", b"kind", "resign", b"resign"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["chess", b"chess", "kind", b"kind", "resign", b"resign"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chess", b"chess", "gin", b"gin", "kind", b"kind", "resign", b"resign"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["resign", "chess"]  # noqa: Y015
+    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["resign", "chess", "gin"]  # noqa: Y015
     _WhichOneofArgType_kind: _TypeAlias = _typing.Literal["kind", b"kind"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_kind) -> _WhichOneofReturnType_kind | None: ...
 
@@ -236,18 +249,22 @@ class View(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     CHESS_FIELD_NUMBER: _builtins.int
+    GIN_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def chess(self) -> _chess_pb2.ChessView: ...
+    @_builtins.property
+    def gin(self) -> _gin_pb2.GinView: ...
     def __init__(
         self,
         *,
         chess: _chess_pb2.ChessView | None = ...,
+        gin: _gin_pb2.GinView | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["chess", b"chess", "family", b"family"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["chess", b"chess", "family", b"family", "gin", b"gin"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["chess", b"chess", "family", b"family"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chess", b"chess", "family", b"family", "gin", b"gin"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_family: _TypeAlias = _typing.Literal["chess"]  # noqa: Y015
+    _WhichOneofReturnType_family: _TypeAlias = _typing.Literal["chess", "gin"]  # noqa: Y015
     _WhichOneofArgType_family: _TypeAlias = _typing.Literal["family", b"family"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_family) -> _WhichOneofReturnType_family | None: ...
 
