@@ -16,15 +16,20 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from libs.engines.base import IllegalActionError, MalformedActionError
+from libs.match.chance import ChanceSource, ChanceUnavailable, NoChance
 from libs.match.deadlines import Deadlines
 from libs.match.family import Family
 from libs.match.model import Due, EventKind, MatchEvent, MatchRecord, created, outcome_to_json, step
 from libs.match.store import MatchStore, result_row
 from libs.runtime.errors import AlreadyExists, FailedPrecondition, InvalidArgument, ResourceExhausted
+from libs.runtime.log import get_logger
 from libs.runtime.timesource import ServiceTime
 
 WATCHER_QUEUE_LIMIT = 1_000
 """A watcher this many updates behind is disconnected; it reconnects from its last sequence."""
+CHANCE_RETRY_SECONDS = 1.0
+"""How soon a draw the fairness service could not give is asked for again."""
+_log = get_logger(__name__)
 
 
 def replay(family: Family, events: Iterable[MatchEvent]) -> Iterable[MatchRecord]:
@@ -71,8 +76,13 @@ class MatchActor:
         deadlines: Deadlines,
         time: ServiceTime,
         on_finished: Callable[[], None] = lambda: None,
+        chance: ChanceSource | None = None,
     ) -> None:
         self.family = family
+        self._chance: ChanceSource = chance if chance is not None else NoChance()
+        self._drawing = False
+        self._chance_retry: asyncio.TimerHandle | None = None
+        self._chance_task: asyncio.Task[None] | None = None
         self._on_finished = on_finished
         self.events = events
         self.record = rebuild(family, events)
@@ -183,6 +193,47 @@ class MatchActor:
         for watcher in self._watchers:
             watcher.offer(updated)
         await self._sync_deadline()
+        if not self._drawing:
+            await self._settle_chance()
+
+    async def _settle_chance(self) -> None:
+        """Obtain, log and apply every draw the game waits for (under the lock).
+
+        The action that led here is already durable and acknowledged; when the fairness service cannot
+        give the draw now, the match waits (nobody can act) and the draw is asked for again shortly.
+        """
+        self._drawing = True
+        try:
+            while (request := self.record.chance_needed(self.family)) is not None:
+                try:
+                    values = await self._chance.draw(self.match_id, request)
+                except ChanceUnavailable as error:
+                    _log.warning("match.chance_unavailable", match_id=self.match_id, reason=str(error))
+                    self._retry_chance_later()
+                    return
+                payload = {
+                    "request": request.to_json(),
+                    "values": list(values),
+                    "description": f"{request.stream} #{request.index} drawn",
+                }
+                event = MatchEvent(self.record.sequence + 1, EventKind.CHANCE, self.now_ms(), payload)
+                await self._commit(step(self.family, self.record, event))
+        finally:
+            self._drawing = False
+
+    def _retry_chance_later(self) -> None:
+        if self._chance_retry is not None:
+            return
+        loop = asyncio.get_running_loop()
+        self._chance_retry = loop.call_later(CHANCE_RETRY_SECONDS, self._retry_chance)
+
+    def _retry_chance(self) -> None:
+        self._chance_retry = None
+        self._chance_task = asyncio.ensure_future(self._settle_chance_locked())
+
+    async def _settle_chance_locked(self) -> None:
+        async with self._lock:
+            await self._settle_chance()
 
     async def _sync_deadline(self) -> None:
         due = self.record.due(self.family)
@@ -200,6 +251,7 @@ class MatchActor:
         async with self._lock:
             if not await self._end_if_overdue(self.now_ms()):
                 await self._sync_deadline()
+            await self._settle_chance()
 
     # -- reading -----------------------------------------------------------------------------------------
 
@@ -243,5 +295,10 @@ class MatchActor:
             self._watchers.discard(watcher)
 
     def close(self) -> None:
+        if self._chance_retry is not None:
+            self._chance_retry.cancel()
+            self._chance_retry = None
+        if self._chance_task is not None:
+            self._chance_task.cancel()
         for watcher in self._watchers:
             watcher.queue.put_nowait(None)

@@ -26,6 +26,8 @@ class Family(Protocol):
     """The family's name, as in match ids (``chess``)."""
     record_format: str
     """The notation of finished games (``pgn`` for chess, ``sgf`` for go)."""
+    uses_chance: bool
+    """Whether the engine draws from a fairness stream (then matches need a commitment)."""
 
     @property
     def engine(self) -> Engine[Any, Any, Any]:

@@ -18,7 +18,7 @@ from enum import StrEnum
 from typing import Any
 
 from libs.clocks import Clock, TimeControl
-from libs.engines.base import ActionContext, Outcome, Termination
+from libs.engines.base import ActionContext, ChanceRequest, Outcome, Termination
 from libs.match.family import Family
 
 DEFAULT_FIRST_MOVE_TIMEOUT_MS = 60_000
@@ -34,6 +34,8 @@ class EventKind(StrEnum):
     PRESENCE = "presence"
     END = "end"
     """An end the actions do not imply: a timeout, a disconnect forfeit, a no-show abort."""
+    CHANCE = "chance"
+    """A draw from the match's fairness stream (a shuffle, the first dealer) handed to the engine."""
 
 
 class MatchStatus(StrEnum):
@@ -182,6 +184,10 @@ class MatchRecord:
     def to_move(self, family: Family) -> int | None:
         return None if self.is_over else family.engine.to_move(self.game)
 
+    def chance_needed(self, family: Family) -> ChanceRequest | None:
+        """The draw the game waits for (nobody can act until it is logged), or ``None``."""
+        return None if self.is_over else family.engine.chance_needed(self.game)
+
     def connected_seats(self) -> tuple[int, ...]:
         return tuple(seat for seat, since in enumerate(self.disconnected_since) if since is None)
 
@@ -278,6 +284,16 @@ def step(family: Family, record: MatchRecord, event: MatchEvent) -> MatchRecord:
         return _end(base, family.engine.resignation_outcome(record.game, event.seat), event.at_ms)
     if event.kind is EventKind.END:
         return _end(base, outcome_from_json(event.payload["outcome"]), int(event.payload["ended_at_ms"]))
+    if event.kind is EventKind.CHANCE:
+        request = ChanceRequest.from_json(event.payload["request"])
+        needed = family.engine.chance_needed(record.game)
+        if needed != request:
+            raise ValueError(f"the game needs draw {needed}, the log has {request}")
+        values = tuple(int(v) for v in event.payload["values"])
+        game = family.engine.apply_chance(record.game, request, values)
+        outcome = family.engine.outcome(game)
+        updated = replace(base, game=game)
+        return updated if outcome is None else _end(updated, outcome, event.at_ms)
     raise ValueError(f"unexpected event kind {event.kind}")
 
 

@@ -7,6 +7,7 @@ from collections import OrderedDict
 from sqlalchemy.exc import IntegrityError
 
 from libs.match.actor import MatchActor, replay
+from libs.match.chance import ChanceSource
 from libs.match.deadlines import Deadlines
 from libs.match.family import Family
 from libs.match.ids import MatchId, MatchIdError
@@ -33,8 +34,10 @@ class MatchRuntime:
         deadlines: Deadlines,
         time: ServiceTime,
         reporter: ResultReporter | None = None,
+        chance: ChanceSource | None = None,
     ) -> None:
         self._reporter = reporter
+        self._chance = chance
         self.family = family
         self.shard = shard
         self._store = store
@@ -113,7 +116,7 @@ class MatchRuntime:
 
     def _actor(self, events: list[MatchEvent]) -> MatchActor:
         notify = self._reporter.notify if self._reporter is not None else (lambda: None)
-        return MatchActor(self.family, events, self._store, self._deadlines, self._time, notify)
+        return MatchActor(self.family, events, self._store, self._deadlines, self._time, notify, self._chance)
 
     def _note_if_finished(self, actor: MatchActor) -> None:
         if not actor.record.is_over:
@@ -142,6 +145,8 @@ class MatchRuntime:
         await self._deadlines.close()
         if self._reporter is not None:
             await self._reporter.close()
+        if self._chance is not None:
+            await self._chance.close()
         await self._store.close()
 
 

@@ -4,7 +4,8 @@ Every family's service is this class with its :class:`~libs.match.family.Family`
 of the runtime's: ``RULES_SHARD`` (default 0), the shard this process serves (match ids name it), and
 ``CLOCK_ADDRESS`` (host:port of the clock service for this shard; unset: wake-ups from the local event
 loop, which is fine for a single process because the log re-arms everything after a restart), and
-``FAIRNESS_ADDRESS`` (the fairness service, told when a match with a commitment ends) and
+``FAIRNESS_ADDRESS`` (the fairness service: the source of every draw of families that use chance,
+required for them, and told when a match with a commitment ends) and
 ``MATCHMAKING_ADDRESS`` (told every result); unset: nobody is told.
 """
 
@@ -16,6 +17,7 @@ from collections.abc import Mapping, Sequence
 import grpc
 from skillclassics.rules.v1 import rules_pb2, rules_pb2_grpc
 
+from libs.match.chance import ChanceSource, FairnessChance
 from libs.match.deadlines import ClockServiceDeadlines, Deadlines, LocalDeadlines
 from libs.match.family import Family
 from libs.match.reporting import FairnessRecipient, MatchmakingRecipient, Recipient, ResultReporter
@@ -25,7 +27,7 @@ from libs.match.store import MatchStore
 from libs.persistence import Database
 from libs.persistence.migrate import migrate
 from libs.persistence.ownership import ShardLock
-from libs.runtime import Service, ServiceConfig
+from libs.runtime import ConfigError, Service, ServiceConfig
 from libs.runtime.config import env_int
 from libs.runtime.timesource import ServiceTime
 
@@ -44,6 +46,8 @@ class RulesService(Service):
         self._clock_address = environ.get("CLOCK_ADDRESS", "").strip()
         self._fairness_address = environ.get("FAIRNESS_ADDRESS", "").strip()
         self._matchmaking_address = environ.get("MATCHMAKING_ADDRESS", "").strip()
+        if family.uses_chance and not self._fairness_address:
+            raise ConfigError(f"FAIRNESS_ADDRESS must be set: {family.name} draws from the fairness service")
         self._db: Database | None = None
         self.runtime: MatchRuntime | None = None
         self._lock: ShardLock | None = None
@@ -72,7 +76,10 @@ class RulesService(Service):
         if self._matchmaking_address:
             recipients.append(MatchmakingRecipient(self._matchmaking_address))
         reporter = ResultReporter(self._db, self.family.name, str(self.shard), recipients, time)
-        self.runtime = MatchRuntime(self.family, self.shard, store, deadlines, time, reporter)
+        chance: ChanceSource | None = None
+        if self.family.uses_chance:
+            chance = FairnessChance(self._fairness_address)
+        self.runtime = MatchRuntime(self.family, self.shard, store, deadlines, time, reporter, chance)
         await self.runtime.start()
         rules_pb2_grpc.add_RulesServiceServicer_to_server(RulesServicer(self.runtime), server)
 

@@ -61,6 +61,11 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         except InvalidOptionsError as error:
             raise InvalidArgument(str(error)) from None
         control = _time_control(request.time_control)
+        if self._family.uses_chance and not request.fairness_commitment:
+            raise InvalidArgument(
+                f"{self._family.name} matches draw from the fairness service: give the match's "
+                "fairness_commitment (fairness Commit)"
+            )
         for name in ("first_move_timeout_ms", "disconnect_forfeit_ms"):
             if getattr(request, name) < 0:
                 raise InvalidArgument(f"{name} must not be negative")

@@ -1,0 +1,231 @@
+"""Chance in the match runtime: draws are obtained, logged before anyone sees them, replayed from the log
+(never drawn again), and a fairness outage makes the match wait instead of losing an action."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import pytest
+from skillclassics.rules.v1 import rules_pb2
+
+from libs.clocks import TimeControl
+from libs.engines.base import (
+    ActionContext,
+    ChanceRequest,
+    IllegalActionError,
+    Outcome,
+    Termination,
+)
+from libs.match import actor as actor_module
+from libs.match.actor import MatchActor, rebuild
+from libs.match.chance import ChanceUnavailable
+from libs.match.family import JsonObject
+from libs.match.model import EventKind, MatchEvent, MatchRecord, MatchSetup
+from libs.match.store import MatchStore
+from libs.persistence import Database
+from libs.runtime.errors import FailedPrecondition
+from libs.runtime.timesource import ServiceTime
+from tests.libs.match.test_actor import NoWakeUps
+
+
+@dataclass(frozen=True)
+class Race:
+    """A toy dice race: each player rolls twice; the higher total wins (ties go to seat 1)."""
+
+    rolls: tuple[tuple[int, int], ...] = ()
+    pending: int | None = None
+    """The seat whose roll waits for its die."""
+
+
+class RaceEngine:
+    family = "race"
+
+    def new_game(self, options: Any) -> Race:
+        return Race()
+
+    def to_move(self, state: Race) -> int | None:
+        """The turn passes with the roll; the die comes from the fairness stream just after it."""
+        made = len(state.rolls) + (state.pending is not None)
+        return None if made == 4 else made % 2
+
+    def apply(self, state: Race, seat: int, action: Any, context: ActionContext) -> Race:
+        if state.pending is not None:
+            raise IllegalActionError("the die is being rolled")
+        if seat != self.to_move(state):
+            raise IllegalActionError("not your turn")
+        # (to_move already names the next seat while a die is pending: the check above comes first)
+        return replace(state, pending=seat)
+
+    def chance_needed(self, state: Race) -> ChanceRequest | None:
+        if state.pending is None:
+            return None
+        return ChanceRequest("dice", len(state.rolls), "dice", 1, 0)
+
+    def apply_chance(self, state: Race, request: ChanceRequest, values: tuple[int, ...]) -> Race:
+        assert state.pending is not None
+        return Race(rolls=(*state.rolls, (state.pending, values[0])))
+
+    def legal_actions(self, state: Race, seat: int) -> Sequence[str]:
+        return ["roll"] if seat == self.to_move(state) and state.pending is None else []
+
+    def outcome(self, state: Race) -> Outcome | None:
+        if len(state.rolls) < 4:
+            return None
+        totals = [sum(v for s, v in state.rolls if s == seat) for seat in (0, 1)]
+        winner = 0 if totals[0] > totals[1] else 1
+        return Outcome(Termination.CHECKMATE, winner, score=(1.0 - winner, float(winner)))
+
+    def timeout_outcome(self, state: Race, seat: int) -> Outcome:
+        return Outcome(Termination.TIMEOUT, 1 - seat)
+
+    def resignation_outcome(self, state: Race, seat: int) -> Outcome:
+        return Outcome(Termination.RESIGNATION, 1 - seat)
+
+    def view(self, state: Race, seat: int | None) -> Race:
+        return state
+
+
+class RaceFamily:
+    name = "race"
+    record_format = "txt"
+    uses_chance = True
+    engine = RaceEngine()
+
+    def options_from_proto(self, options: rules_pb2.MatchOptions) -> None:
+        return None
+
+    def options_to_json(self, options: Any) -> JsonObject:
+        return {}
+
+    def options_to_proto(self, options: Any) -> rules_pb2.MatchOptions:
+        return rules_pb2.MatchOptions()
+
+    def options_from_json(self, data: JsonObject) -> None:
+        return None
+
+    def action_from_proto(self, action: rules_pb2.Action) -> str:
+        return "roll"
+
+    def action_to_json(self, action: Any) -> JsonObject:
+        return {"roll": True}
+
+    def action_from_json(self, data: JsonObject) -> str:
+        return "roll"
+
+    def describe(self, state_before: Any, action: Any) -> str:
+        return "roll"
+
+    def view_to_proto(self, view: Any) -> rules_pb2.View:
+        return rules_pb2.View()
+
+    def export_record(self, record: MatchRecord) -> str:
+        return repr(record.game.rolls)
+
+
+FAMILY = RaceFamily()
+
+
+class Dice:
+    """A stand-in for the fairness service: die ``index`` shows ``index % 6 + 1``; can be switched off."""
+
+    def __init__(self) -> None:
+        self.calls: list[ChanceRequest] = []
+        self.down = False
+
+    async def draw(self, match_id: str, request: ChanceRequest) -> tuple[int, ...]:
+        self.calls.append(request)
+        if self.down:
+            raise ChanceUnavailable("fairness is down")
+        return (request.index % 6 + 1,)
+
+    async def close(self) -> None:
+        return None
+
+
+def _created(match_id: str, now: int) -> MatchEvent:
+    setup = MatchSetup(
+        match_id=match_id,
+        family="race",
+        players=("alice", "bob"),
+        options={},
+        time_control=TimeControl.sudden_death(60_000),
+        fairness_commitment="c" * 64,
+        first_move_timeout_ms=60_000,
+        disconnect_forfeit_ms=60_000,
+        created_at_ms=now,
+    )
+    return MatchEvent(1, EventKind.CREATED, now, setup.to_json(), None, "create")
+
+
+async def _actor(url: str, match_id: str, dice: Dice) -> MatchActor:
+    store = MatchStore(Database(url), "race", "0")
+    event = _created(match_id, ServiceTime().now_ms())
+    await store.create(event)
+    actor = MatchActor(FAMILY, [event], store, NoWakeUps(), ServiceTime(), chance=dice)  # type: ignore[arg-type]
+    await actor.start()
+    return actor
+
+
+async def test_draws_are_logged_after_the_action_and_replayed_without_a_new_draw(migrated_url: str) -> None:
+    dice = Dice()
+    actor = await _actor(migrated_url, "race.0.logged", dice)
+    after_roll = await actor.submit(0, "k1", EventKind.ACTION, {"action": {"roll": True}})
+    # The answer is the action itself; the draw follows it in the log.
+    assert after_roll.last_event.kind is EventKind.ACTION
+    assert [e.kind for e in actor.events] == [EventKind.CREATED, EventKind.ACTION, EventKind.CHANCE]
+    assert actor.record.game.rolls == ((0, 1),)
+    for seat, key in ((1, "k2"), (0, "k3"), (1, "k4")):
+        await actor.submit(seat, key, EventKind.ACTION, {"action": {"roll": True}})
+    assert actor.record.game.rolls == ((0, 1), (1, 2), (0, 3), (1, 4))
+    assert actor.record.outcome is not None
+    assert actor.record.outcome.winner == 1
+    assert [c.index for c in dice.calls] == [0, 1, 2, 3]
+    # The stored log rebuilds the same game; the source is not asked again.
+    stored = await MatchStore(Database(migrated_url), "race", "0").load_log("race.0.logged")
+    assert rebuild(FAMILY, stored).game == actor.record.game
+    assert len(dice.calls) == 4
+    # What a watcher sees of a draw is its description, never more than the engine's view.
+    chance = stored[2]
+    assert chance.payload["description"] == "dice #0 drawn"
+
+
+async def test_a_fairness_outage_keeps_the_action_and_the_match_waits_for_the_draw(
+    migrated_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(actor_module, "CHANCE_RETRY_SECONDS", 0.05)
+    dice = Dice()
+    dice.down = True
+    actor = await _actor(migrated_url, "race.0.outage", dice)
+    await actor.submit(0, "k1", EventKind.ACTION, {"action": {"roll": True}})
+    assert actor.record.game.pending == 0  # acknowledged and durable, the die still to come
+    with pytest.raises(FailedPrecondition, match="being rolled"):
+        await actor.submit(1, "k2", EventKind.ACTION, {"action": {"roll": True}})
+    await asyncio.sleep(0.2)
+    assert actor.record.game.pending == 0  # still down: retried, still waiting
+    dice.down = False
+    for _ in range(50):
+        await asyncio.sleep(0.02)
+        if not actor.record.game.pending and actor.record.game.rolls:
+            break
+    assert actor.record.game.rolls == ((0, 1),)
+    assert all(c.index == 0 for c in dice.calls)  # the same draw asked for each time, never a new index
+    actor.close()
+
+
+async def test_a_restart_with_a_draw_pending_obtains_it_on_start(migrated_url: str) -> None:
+    dice = Dice()
+    dice.down = True
+    actor = await _actor(migrated_url, "race.0.restart", dice)
+    await actor.submit(0, "k1", EventKind.ACTION, {"action": {"roll": True}})
+    actor.close()
+    store = MatchStore(Database(migrated_url), "race", "0")
+    events = await store.load_log("race.0.restart")
+    assert [e.kind for e in events] == [EventKind.CREATED, EventKind.ACTION]
+    back = Dice()
+    recovered = MatchActor(FAMILY, events, store, NoWakeUps(), ServiceTime(), chance=back)  # type: ignore[arg-type]
+    await recovered.start()
+    assert recovered.record.game.rolls == ((0, 1),)
+    assert [c.index for c in back.calls] == [0]
