@@ -49,9 +49,11 @@ _WIRING: dict[str, tuple[tuple[str, str], ...]] = {
         ("matchmaking", "MATCHMAKING_ADDRESS"),
     ),
     "matchmaking": (("fairness", "FAIRNESS_ADDRESS"),),
-    "gateway": (("matchmaking", "MATCHMAKING_ADDRESS"), ("rules-chess", "RULES_CHESS_ADDRESSES")),
+    "gateway": (("matchmaking", "MATCHMAKING_ADDRESS"),),
 }
-"""For each kind of service, the other services it calls and the variable that gives their address."""
+"""For each kind of service, the other services it calls and the variable that gives their address.
+Matchmaking and the gateway are also given every rules service of the stack (``RULES_<FAMILY>_ADDRESSES``)."""
+_ROUTE_TO_RULES = ("matchmaking", "gateway")
 
 
 class StartError(RuntimeError):
@@ -206,8 +208,12 @@ class Stack:
             # How the stack's services find each other (a deployment sets the same variables).
             if service in self.ports and variable not in self._env:
                 env[variable] = f"127.0.0.1:{self.ports[service].grpc}"
-        if name == "matchmaking" and "RULES_CHESS_ADDRESSES" not in self._env and "rules-chess" in self.ports:
-            env["RULES_CHESS_ADDRESSES"] = f"127.0.0.1:{self.ports['rules-chess'].grpc}"
+        if name in _ROUTE_TO_RULES:
+            for other, ports in self.ports.items():
+                if other.startswith("rules-"):
+                    variable = f"RULES_{other.removeprefix('rules-').upper()}_ADDRESSES"
+                    if variable not in self._env:
+                        env[variable] = f"127.0.0.1:{ports.grpc}"
         return env
 
     # Starting and stopping.

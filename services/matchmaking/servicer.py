@@ -85,6 +85,7 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
         family.check_options(request.options)
         family.check_lobby_clock(request.time_control)
         _fee(request.entry_fee_minor, request.currency)
+        self._mm.shards.require(family.name)  # no table or queue for a family nobody can host
         visibility = _VISIBILITY.get(request.visibility)
         if visibility is None:
             raise InvalidArgument(f"unknown visibility {request.visibility}")
@@ -152,6 +153,7 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
         options_key = family.check_options(request.options)
         family.check_lobby_clock(request.time_control)
         _fee(request.entry_fee_minor, request.currency)
+        self._mm.shards.require(family.name)  # no table or queue for a family nobody can host
         control = request.time_control
         clock = f"{control.base_ms}+{control.increment_ms}"
         pool = f"{family.name}|{options_key}|{clock}|{request.entry_fee_minor}{request.currency}"

@@ -27,10 +27,15 @@ class RulesShards:
         self._addresses = all_shard_addresses(env, families)
         self._channels = RulesChannels()
 
-    def new_match_id(self, family: str) -> str:
+    def require(self, family: str) -> list[str]:
+        """``family``'s shard addresses; ``Unavailable`` when it has none (its matches cannot be made)."""
         shards = self._addresses.get(family) or []
         if not shards:
             raise Unavailable(f"no {family} rules shard is configured (RULES_{family.upper()}_ADDRESSES)")
+        return shards
+
+    def new_match_id(self, family: str) -> str:
+        shards = self.require(family)
         unique = uuid.uuid4().hex
         shard = int.from_bytes(hashlib.sha256(unique.encode()).digest()[:4], "big") % len(shards)
         return f"{family}.{shard}.{unique}"
