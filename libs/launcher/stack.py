@@ -49,7 +49,7 @@ _WIRING: dict[str, tuple[tuple[str, str], ...]] = {
         ("matchmaking", "MATCHMAKING_ADDRESS"),
     ),
     "matchmaking": (("fairness", "FAIRNESS_ADDRESS"),),
-    "gateway": (("matchmaking", "MATCHMAKING_ADDRESS"),),
+    "gateway": (("matchmaking", "MATCHMAKING_ADDRESS"), ("fairness", "FAIRNESS_ADDRESS")),
 }
 """For each kind of service, the other services it calls and the variable that gives their address.
 Matchmaking and the gateway are also given every rules service of the stack (``RULES_<FAMILY>_ADDRESSES``)."""

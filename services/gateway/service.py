@@ -7,6 +7,7 @@ variable                        meaning                                         
 ==============================  ===============================================================  =========
 ``GATEWAY_TOKEN_KEY``           the token signing key, base64, at least 32 bytes                 dev file
 ``MATCHMAKING_ADDRESS``         host:port of matchmaking                                         unset
+``FAIRNESS_ADDRESS``            host:port of fairness (fairness proofs of finished matches)      unset
 ``RULES_<FAMILY>_ADDRESSES``    each family's rules shards, comma-separated, in shard order      unset
 ``GATEWAY_CALL_RATE``           unary calls per second per player (token bucket refill)          20
 ``GATEWAY_CALL_BURST``          unary calls a player may make at once (bucket size)              40
@@ -25,6 +26,7 @@ import os
 from collections.abc import Mapping, Sequence
 
 import grpc
+from skillclassics.fairness.v1 import fairness_pb2_grpc
 from skillclassics.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from skillclassics.matchmaking.v1 import matchmaking_pb2_grpc
 
@@ -52,6 +54,7 @@ class GatewayService(Service):
         self._config = config
         self._key = token_key(environ, config.data_dir, config.is_production)
         self._matchmaking_address = environ.get("MATCHMAKING_ADDRESS", "").strip()
+        self._fairness_address = environ.get("FAIRNESS_ADDRESS", "").strip()
         self._shards = all_shard_addresses(environ)
         self._call_rate = env_int(environ, "GATEWAY_CALL_RATE", 20, minimum=1)
         self._call_burst = env_int(environ, "GATEWAY_CALL_BURST", 40, minimum=1)
@@ -60,6 +63,7 @@ class GatewayService(Service):
         self._timeout_s = env_int(environ, "GATEWAY_BACKEND_TIMEOUT_MS", 5000, minimum=1) / 1000
         self._channels = RulesChannels(_CHANNEL_OPTIONS)
         self._matchmaking: grpc.aio.Channel | None = None
+        self._fairness: grpc.aio.Channel | None = None
         self.servicer: GatewayServicer | None = None
 
     @property
@@ -71,9 +75,13 @@ class GatewayService(Service):
         if self._matchmaking_address:
             self._matchmaking = grpc.aio.insecure_channel(self._matchmaking_address, options=_CHANNEL_OPTIONS)
             lobby = matchmaking_pb2_grpc.MatchmakingServiceStub(self._matchmaking)
+        proofs = None
+        if self._fairness_address:
+            self._fairness = grpc.aio.insecure_channel(self._fairness_address, options=_CHANNEL_OPTIONS)
+            proofs = fairness_pb2_grpc.FairnessServiceStub(self._fairness)
         self.servicer = GatewayServicer(
             self._key,
-            Backends(lobby, self._shards, self._channels, self._timeout_s),
+            Backends(lobby, self._shards, self._channels, self._timeout_s, proofs),
             TokenBuckets("calls", self._call_rate, self._call_burst),
             TokenBuckets("stream opens", self._stream_rate, self._stream_burst),
         )
@@ -87,5 +95,6 @@ class GatewayService(Service):
         if self.servicer is not None:
             await self.servicer.presence.close()
         await self._channels.close()
-        if self._matchmaking is not None:
-            await self._matchmaking.close()
+        for channel in (self._matchmaking, self._fairness):
+            if channel is not None:
+                await channel.close()

@@ -15,6 +15,7 @@ from typing import Any, NoReturn, TypeVar
 
 import grpc
 import structlog
+from skillclassics.fairness.v1 import fairness_pb2, fairness_pb2_grpc
 from skillclassics.gateway.v1 import gateway_pb2 as pb
 from skillclassics.gateway.v1 import gateway_pb2_grpc
 from skillclassics.matchmaking.v1 import matchmaking_pb2 as mm_pb
@@ -43,8 +44,10 @@ class Backends:
         shards: dict[str, list[str]],
         channels: RulesChannels,
         timeout_s: float,
+        fairness: fairness_pb2_grpc.FairnessServiceStub | None = None,
     ) -> None:
         self.matchmaking = matchmaking
+        self.fairness = fairness
         self.shards = shards
         self.channels = channels
         self.timeout_s = timeout_s
@@ -72,6 +75,11 @@ class Backends:
         if self.matchmaking is None:
             raise Unavailable("matchmaking is not configured (MATCHMAKING_ADDRESS)")
         return self.matchmaking
+
+    def proofs(self) -> fairness_pb2_grpc.FairnessServiceStub:
+        if self.fairness is None:
+            raise Unavailable("fairness is not configured (FAIRNESS_ADDRESS)")
+        return self.fairness
 
 
 def _metadata() -> tuple[tuple[str, str], ...]:
@@ -326,6 +334,21 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
             result=reply.result,
             record=reply.record,
             record_format=reply.record_format,
+        )
+
+    async def GetFairnessProof(
+        self, request: pb.GetFairnessProofRequest, context: grpc.aio.ServicerContext
+    ) -> pb.GetFairnessProofResponse:
+        self._player(context)
+        self._backends.route(request.match_id)  # a well-formed id of a family served here
+        reply = await self._unary(
+            "fairness",
+            self._backends.proofs().Reveal,
+            fairness_pb2.RevealRequest(match_id=request.match_id),
+            context,
+        )
+        return pb.GetFairnessProofResponse(
+            match_id=reply.match_id, commitment=reply.commitment, proof_json=reply.proof_json
         )
 
     async def WatchMatch(

@@ -241,6 +241,7 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
                 entry_fee_minor=match["entry_fee_minor"],
                 currency=match["currency"],
                 created_at_ms=match["created_at_ms"],
+                fairness_commitment=match["fairness_commitment"] or "",
             )
             if match["result"] is not None:
                 entry.result.CopyFrom(rules_pb2.Result.FromString(match["result"]))

@@ -690,3 +690,49 @@ class GetRecordResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___GetRecordResponse: _TypeAlias = GetRecordResponse  # noqa: Y015
+
+@_typing.final
+class GetFairnessProofRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MATCH_ID_FIELD_NUMBER: _builtins.int
+    match_id: _builtins.str
+    def __init__(
+        self,
+        *,
+        match_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["match_id", b"match_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetFairnessProofRequest: _TypeAlias = GetFairnessProofRequest  # noqa: Y015
+
+@_typing.final
+class GetFairnessProofResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MATCH_ID_FIELD_NUMBER: _builtins.int
+    COMMITMENT_FIELD_NUMBER: _builtins.int
+    PROOF_JSON_FIELD_NUMBER: _builtins.int
+    match_id: _builtins.str
+    commitment: _builtins.str
+    """The SHA-256 commitment published before the match."""
+    proof_json: _builtins.str
+    """The proof as JSON in the format `skillclassics verify` reads (docs/fairness.md)."""
+    def __init__(
+        self,
+        *,
+        match_id: _builtins.str = ...,
+        commitment: _builtins.str = ...,
+        proof_json: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["commitment", b"commitment", "match_id", b"match_id", "proof_json", b"proof_json"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetFairnessProofResponse: _TypeAlias = GetFairnessProofResponse  # noqa: Y015

@@ -111,6 +111,11 @@ class GatewayServiceStub:
                 request_serializer=skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.GetRecordRequest.SerializeToString,
                 response_deserializer=skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.GetRecordResponse.FromString,
                 _registered_method=True)
+        self.GetFairnessProof = channel.unary_unary(
+                '/skillclassics.gateway.v1.GatewayService/GetFairnessProof',
+                request_serializer=skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.GetFairnessProofRequest.SerializeToString,
+                response_deserializer=skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.GetFairnessProofResponse.FromString,
+                _registered_method=True)
 
 
 class GatewayServiceServicer:
@@ -222,6 +227,16 @@ class GatewayServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetFairnessProof(self, request, context):
+        """GetFairnessProof returns the fairness proof of a finished match that used chance (shuffles, dice):
+        the revealed server seed and every draw, to check with `skillclassics verify` or any implementation
+        of docs/fairness.md. FAILED_PRECONDITION until the match is over; NOT_FOUND for a match that drew
+        nothing from a fairness stream (chess).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_GatewayServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -294,6 +309,11 @@ def add_GatewayServiceServicer_to_server(servicer, server):
                     servicer.GetRecord,
                     request_deserializer=skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.GetRecordRequest.FromString,
                     response_serializer=skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.GetRecordResponse.SerializeToString,
+            ),
+            'GetFairnessProof': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetFairnessProof,
+                    request_deserializer=skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.GetFairnessProofRequest.FromString,
+                    response_serializer=skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.GetFairnessProofResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -681,6 +701,33 @@ class GatewayService:
             '/skillclassics.gateway.v1.GatewayService/GetRecord',
             skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.GetRecordRequest.SerializeToString,
             skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.GetRecordResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetFairnessProof(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/skillclassics.gateway.v1.GatewayService/GetFairnessProof',
+            skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.GetFairnessProofRequest.SerializeToString,
+            skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.GetFairnessProofResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -70,6 +70,12 @@ class GatewayServiceStub:
     """GetMatch returns a match as the caller's seat sees it now (or as a spectator)."""
     GetRecord: _grpc.UnaryUnaryMultiCallable[_gateway_pb2.GetRecordRequest, _gateway_pb2.GetRecordResponse]
     """GetRecord returns a finished match's record (PGN for chess)."""
+    GetFairnessProof: _grpc.UnaryUnaryMultiCallable[_gateway_pb2.GetFairnessProofRequest, _gateway_pb2.GetFairnessProofResponse]
+    """GetFairnessProof returns the fairness proof of a finished match that used chance (shuffles, dice):
+    the revealed server seed and every draw, to check with `skillclassics verify` or any implementation
+    of docs/fairness.md. FAILED_PRECONDITION until the match is over; NOT_FOUND for a match that drew
+    nothing from a fairness stream (chess).
+    """
 
 @_typing.type_check_only
 class GatewayServiceAsyncStub(GatewayServiceStub):
@@ -113,6 +119,12 @@ class GatewayServiceAsyncStub(GatewayServiceStub):
     """GetMatch returns a match as the caller's seat sees it now (or as a spectator)."""
     GetRecord: _aio.UnaryUnaryMultiCallable[_gateway_pb2.GetRecordRequest, _gateway_pb2.GetRecordResponse]  # type: ignore[assignment]
     """GetRecord returns a finished match's record (PGN for chess)."""
+    GetFairnessProof: _aio.UnaryUnaryMultiCallable[_gateway_pb2.GetFairnessProofRequest, _gateway_pb2.GetFairnessProofResponse]  # type: ignore[assignment]
+    """GetFairnessProof returns the fairness proof of a finished match that used chance (shuffles, dice):
+    the revealed server seed and every draw, to check with `skillclassics verify` or any implementation
+    of docs/fairness.md. FAILED_PRECONDITION until the match is over; NOT_FOUND for a match that drew
+    nothing from a fairness stream (chess).
+    """
 
 class GatewayServiceServicer(metaclass=_abc_1.ABCMeta):
     """GatewayService is the only client-facing door of SkillClassics (see docs/gateway.md).
@@ -237,5 +249,17 @@ class GatewayServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_gateway_pb2.GetRecordResponse, _abc.Awaitable[_gateway_pb2.GetRecordResponse]]:
         """GetRecord returns a finished match's record (PGN for chess)."""
+
+    @_abc_1.abstractmethod
+    def GetFairnessProof(
+        self,
+        request: _gateway_pb2.GetFairnessProofRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_gateway_pb2.GetFairnessProofResponse, _abc.Awaitable[_gateway_pb2.GetFairnessProofResponse]]:
+        """GetFairnessProof returns the fairness proof of a finished match that used chance (shuffles, dice):
+        the revealed server seed and every draw, to check with `skillclassics verify` or any implementation
+        of docs/fairness.md. FAILED_PRECONDITION until the match is over; NOT_FOUND for a match that drew
+        nothing from a fairness stream (chess).
+        """
 
 def add_GatewayServiceServicer_to_server(servicer: GatewayServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -758,6 +758,7 @@ class PlayedMatch(_message.Message):
     CREATED_AT_MS_FIELD_NUMBER: _builtins.int
     RATING_BEFORE_FIELD_NUMBER: _builtins.int
     RATING_AFTER_FIELD_NUMBER: _builtins.int
+    FAIRNESS_COMMITMENT_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
     family: _builtins.str
     table_id: _builtins.str
@@ -769,6 +770,10 @@ class PlayedMatch(_message.Message):
     rating_before: _builtins.int
     """Unset while the match is being played."""
     rating_after: _builtins.int
+    fairness_commitment: _builtins.str
+    """The fairness commitment published before the match, for families that use chance (empty for
+    chess); the proof is revealed once the match is over (gateway GetFairnessProof).
+    """
     @_builtins.property
     def result(self) -> _rules_pb2.Result: ...
     def __init__(
@@ -785,10 +790,11 @@ class PlayedMatch(_message.Message):
         created_at_ms: _builtins.int = ...,
         rating_before: _builtins.int | None = ...,
         rating_after: _builtins.int | None = ...,
+        fairness_commitment: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_rating_after", b"_rating_after", "_rating_before", b"_rating_before", "rating_after", b"rating_after", "rating_before", b"rating_before", "result", b"result"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_rating_after", b"_rating_after", "_rating_before", b"_rating_before", "created_at_ms", b"created_at_ms", "currency", b"currency", "entry_fee_minor", b"entry_fee_minor", "family", b"family", "match_id", b"match_id", "opponent_id", b"opponent_id", "rating_after", b"rating_after", "rating_before", b"rating_before", "result", b"result", "seat", b"seat", "table_id", b"table_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_rating_after", b"_rating_after", "_rating_before", b"_rating_before", "created_at_ms", b"created_at_ms", "currency", b"currency", "entry_fee_minor", b"entry_fee_minor", "fairness_commitment", b"fairness_commitment", "family", b"family", "match_id", b"match_id", "opponent_id", b"opponent_id", "rating_after", b"rating_after", "rating_before", b"rating_before", "result", b"result", "seat", b"seat", "table_id", b"table_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__rating_after: _TypeAlias = _typing.Literal["rating_after"]  # noqa: Y015
     _WhichOneofArgType__rating_after: _TypeAlias = _typing.Literal["_rating_after", b"_rating_after"]  # noqa: Y015
