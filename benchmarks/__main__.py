@@ -8,6 +8,7 @@ import importlib
 import sys
 
 BENCHMARKS = {
+    "grpc": "benchmarks.grpc_baseline",
     "fairness": "benchmarks.fairness",
     "clock": "benchmarks.clock",
     "chess": "benchmarks.chess",
