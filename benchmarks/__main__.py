@@ -13,6 +13,7 @@ BENCHMARKS = {
     "clock": "benchmarks.clock",
     "chess": "benchmarks.chess",
     "matchmaking": "benchmarks.matchmaking",
+    "gateway_e2e": "benchmarks.gateway_e2e",
 }
 
 

@@ -78,7 +78,14 @@ class MatchmakingRecipient:
         outcome = outcome_from_json(result["result"])
         proto = result_proto(outcome, int(result["ended_at_ms"]))
         request = matchmaking_pb2.ReportResultRequest(match_id=result["match_id"], result=proto)
-        await self._stub.ReportResult(request, timeout=self._timeout)
+        try:
+            await self._stub.ReportResult(request, timeout=self._timeout)
+        except grpc.aio.AioRpcError as error:
+            if error.code() != grpc.StatusCode.NOT_FOUND:
+                raise
+            # A match matchmaking never made (created directly on the rules service: tournaments,
+            # tests): nothing to rate, and asking again would never change the answer.
+            _log.info("result.unknown_to_matchmaking", match_id=result["match_id"])
 
     async def close(self) -> None:
         await self._channel.close()
@@ -126,8 +133,12 @@ class ResultReporter:
                 for recipient in self._recipients:
                     await recipient.deliver(result)
             except Exception as error:  # a recipient is down: keep the row, try again later
+                code = error.code().name if isinstance(error, grpc.aio.AioRpcError) else None
                 _log.warning(
-                    "result.delivery_failed", match_id=result["match_id"], error=type(error).__name__
+                    "result.delivery_failed",
+                    match_id=result["match_id"],
+                    error=type(error).__name__,
+                    code=code,
                 )
                 continue
             async with self._db.begin() as conn:

@@ -28,6 +28,7 @@ class LobbyHub:
         queue: asyncio.Queue[matchmaking_pb2.WatchLobbyResponse | None] = asyncio.Queue()
         self._streams.setdefault(player_id, set()).add(queue)
         try:
+            yield matchmaking_pb2.WatchLobbyResponse(subscribed=matchmaking_pb2.Subscribed())
             while True:
                 event = await queue.get()
                 if event is None:

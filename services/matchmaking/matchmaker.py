@@ -43,8 +43,13 @@ class Matchmaker:
         hub: LobbyHub,
         time: ServiceTime,
         fairness_address: str = "",
+        first_move_timeout_ms: int = 0,
+        disconnect_forfeit_ms: int = 0,
     ) -> None:
         self.store = store
+        self._first_move_timeout_ms = first_move_timeout_ms
+        """0: the rules service's default (60 s)."""
+        self._disconnect_forfeit_ms = disconnect_forfeit_ms
         self.shards = shards
         self.hub = hub
         self.time = time
@@ -124,6 +129,8 @@ class Matchmaker:
             time_control=rules_pb2.TimeControl.FromString(match["time_control"]),
             fairness_commitment=match["fairness_commitment"],
             idempotency_key=match["match_id"],
+            first_move_timeout_ms=self._first_move_timeout_ms,
+            disconnect_forfeit_ms=self._disconnect_forfeit_ms,
         )
         try:
             await self.shards.create_match(request)

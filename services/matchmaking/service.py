@@ -1,7 +1,9 @@
 """The matchmaking service as the runtime starts it.
 
 Configuration on top of the runtime's: ``RULES_<FAMILY>_ADDRESSES`` (each family's rules shards, in shard
-order) and ``FAIRNESS_ADDRESS`` (for families that use chance).
+order), ``FAIRNESS_ADDRESS`` (for families that use chance), and, outside production only,
+``MATCH_FIRST_MOVE_TIMEOUT_MS`` and ``MATCH_DISCONNECT_FORFEIT_MS`` (shorter windows for the matches it
+creates, for tests and demos; the published rules are 60 s each, so production refuses them).
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from skillclassics.matchmaking.v1 import matchmaking_pb2, matchmaking_pb2_grpc
 
 from libs.persistence import Database
 from libs.persistence.migrate import migrate
-from libs.runtime import Service, ServiceConfig
+from libs.runtime import ConfigError, Service, ServiceConfig
+from libs.runtime.config import env_int
 from libs.runtime.timesource import ServiceTime
 from services.matchmaking.families import FAMILIES
 from services.matchmaking.lobby import LobbyHub
@@ -33,6 +36,18 @@ class MatchmakingService(Service):
         self._config = config
         self._env = os.environ if env is None else env
         self._db: Database | None = None
+        self._windows = {
+            name: env_int(self._env, variable, 0, minimum=0)
+            for name, variable in (
+                ("first_move_timeout_ms", "MATCH_FIRST_MOVE_TIMEOUT_MS"),
+                ("disconnect_forfeit_ms", "MATCH_DISCONNECT_FORFEIT_MS"),
+            )
+        }
+        if config.is_production and any(self._windows.values()):
+            raise ConfigError(
+                "MATCH_FIRST_MOVE_TIMEOUT_MS and MATCH_DISCONNECT_FORFEIT_MS are for tests: "
+                "production plays the published 60 s windows"
+            )
         self.matchmaker: Matchmaker | None = None
 
     @property
@@ -45,7 +60,9 @@ class MatchmakingService(Service):
         self._db = Database(self._config.database_url)
         shards = RulesShards(self._env, list(FAMILIES))
         fairness = self._env.get("FAIRNESS_ADDRESS", "").strip()
-        self.matchmaker = Matchmaker(MatchmakingStore(self._db), shards, LobbyHub(), ServiceTime(), fairness)
+        self.matchmaker = Matchmaker(
+            MatchmakingStore(self._db), shards, LobbyHub(), ServiceTime(), fairness, **self._windows
+        )
         await self.matchmaker.start()
         matchmaking_pb2_grpc.add_MatchmakingServiceServicer_to_server(
             MatchmakingServicer(self.matchmaker), server

@@ -165,7 +165,8 @@ async def test_two_players_play_a_whole_game_through_the_gateway(platform: Platf
     assert (await gw.WhoAmI(pb.WhoAmIRequest(), metadata=alice)).player_id == "alice"
     alice_lobby = gw.WatchLobby(pb.WatchLobbyRequest(), metadata=alice)
     bob_lobby = gw.WatchLobby(pb.WatchLobbyRequest(), metadata=bob)
-    await asyncio.sleep(0.1)
+    await next_lobby(alice_lobby, "subscribed")  # relayed: from here on nothing is missed
+    await next_lobby(bob_lobby, "subscribed")
     table = (
         await gw.CreateTable(
             pb.CreateTableRequest(

@@ -109,7 +109,9 @@ async def test_create_list_join_makes_the_match_and_tells_both(platform: Platfor
     mm = platform.mm
     alice_events = mm.WatchLobby(pb.WatchLobbyRequest(player_id="alice"))
     bob_events = mm.WatchLobby(pb.WatchLobbyRequest(player_id="bob"))
-    await asyncio.sleep(0.05)
+    # Every stream opens with "subscribed": from then on nothing for the player is missed.
+    assert (await alice_events.read()).WhichOneof("event") == "subscribed"
+    assert (await bob_events.read()).WhichOneof("event") == "subscribed"
     table = (await mm.CreateTable(table_request("alice"))).table
     assert table.status == pb.TABLE_STATUS_OPEN
     assert [s.player_id for s in table.seats] == ["alice"]
@@ -179,7 +181,8 @@ async def test_two_queued_players_are_paired_once(platform: Platform) -> None:
     mm = platform.mm
     p1 = mm.WatchLobby(pb.WatchLobbyRequest(player_id="q1"))
     p2 = mm.WatchLobby(pb.WatchLobbyRequest(player_id="q2"))
-    await asyncio.sleep(0.05)
+    await next_event(p1, "subscribed")
+    await next_event(p2, "subscribed")
     entered = await mm.EnterQueue(queue_request("q1"))
     assert entered.rating == 1500
     await refused(mm.EnterQueue(queue_request("q1")), FAILED, "already in the queue")
@@ -207,7 +210,7 @@ async def test_leaving_the_queue_is_immediate(platform: Platform) -> None:
 async def test_a_whole_game_updates_both_ratings_by_elo(platform: Platform) -> None:
     mm = platform.mm
     events = mm.WatchLobby(pb.WatchLobbyRequest(player_id="winner"))
-    await asyncio.sleep(0.05)
+    await next_event(events, "subscribed")
     table = (await mm.CreateTable(table_request("loser"))).table
     match_id = (
         await mm.JoinTable(pb.JoinTableRequest(player_id="winner", table_id=table.table_id))
@@ -279,8 +282,88 @@ async def test_a_restart_keeps_tables_queue_and_ratings(platform: Platform) -> N
         listed = await stub.ListTables(pb.ListTablesRequest(family="chess"))
         assert table.table_id in [t.table_id for t in listed.tables]
         events = stub.WatchLobby(pb.WatchLobbyRequest(player_id="waiting"))
-        await asyncio.sleep(0.05)
+        await next_event(events, "subscribed")
         await stub.EnterQueue(queue_request("newcomer", minutes=30))
         ready = (await next_event(events, "match_ready")).match_ready
         assert ready.opponent_id == "newcomer"
         events.cancel()
+
+
+async def test_shorter_match_windows_reach_the_rules_service_and_production_refuses_them(
+    database_url: str,
+) -> None:
+    from libs.runtime import ConfigError, ServiceConfig
+
+    production = ServiceConfig.from_env(
+        "matchmaking", {"SKILLCLASSICS_ENV": "production", "DATABASE_URL": database_url}
+    )
+    with pytest.raises(ConfigError, match="published 60 s"):
+        MatchmakingService(production, {"MATCH_DISCONNECT_FORFEIT_MS": "2000"})
+
+    mm_port = free_port()
+    rules = await start_in_process(
+        "rules-chess", chess_rules_service, database_url, {"MATCHMAKING_ADDRESS": f"127.0.0.1:{mm_port}"}
+    )
+    env = {
+        "RULES_CHESS_ADDRESSES": rules.address,
+        "MATCH_FIRST_MOVE_TIMEOUT_MS": "1500",
+        "MATCH_DISCONNECT_FORFEIT_MS": "2000",
+    }
+    matchmaking = await start_in_process(
+        "matchmaking", MatchmakingService, database_url, env, GRPC_PORT=str(mm_port)
+    )
+    try:
+        async with grpc.aio.insecure_channel(matchmaking.address) as channel:
+            mm = matchmaking_pb2_grpc.MatchmakingServiceStub(channel)
+            table = (await mm.CreateTable(table_request("quick-a"))).table
+            joined = await mm.JoinTable(pb.JoinTableRequest(player_id="quick-b", table_id=table.table_id))
+        async with grpc.aio.insecure_channel(rules.address) as channel:
+            stub = rules_pb2_grpc.RulesServiceStub(channel)
+            # Nobody moves: the match aborts after 1.5 s (the rules service's default would be 60 s).
+            call = stub.Watch(rules_pb2.WatchRequest(match_id=joined.table.match_id, spectator=True))
+            async with asyncio.timeout(10):
+                last = [response.update async for response in call][-1]
+        assert last.result.termination == rules_pb2.TERMINATION_ABORTED
+        assert "1.5 s" in last.result.detail
+    finally:
+        await matchmaking.stop(grace=0.5)
+        await rules.stop(grace=0.5)
+
+
+async def test_a_result_matchmaking_never_made_is_delivered_once_and_not_retried(platform: Platform) -> None:
+    from sqlalchemy import select
+
+    from libs.persistence import Database
+    from libs.persistence.schema import match_results
+
+    match_id = f"chess.0.{uuid.uuid4().hex[:12]}"  # created directly on the rules service: unknown here
+    await platform.chess.CreateMatch(
+        rules_pb2.CreateMatchRequest(
+            match_id=match_id,
+            seats=[
+                rules_pb2.SeatAssignment(seat=0, player_id="t1"),
+                rules_pb2.SeatAssignment(seat=1, player_id="t2"),
+            ],
+            options=rules_pb2.MatchOptions(chess=chess_pb2.ChessOptions()),
+            time_control=rules_pb2.TimeControl(base_ms=5 * MINUTE),
+            idempotency_key=match_id,
+        )
+    )
+    await platform.chess.SubmitAction(
+        rules_pb2.SubmitActionRequest(
+            match_id=match_id, seat=0, idempotency_key="r", action=rules_pb2.Action(resign=rules_pb2.Resign())
+        )
+    )
+    db = Database(platform.database_url)
+    try:
+        for _ in range(100):
+            async with db.connect() as conn:
+                reported = await conn.scalar(
+                    select(match_results.c.reported_at_ms).where(match_results.c.match_id == match_id)
+                )
+            if reported is not None:
+                break
+            await asyncio.sleep(0.05)
+        assert reported is not None, "the outbox kept retrying a result matchmaking can never take"
+    finally:
+        await db.dispose()

@@ -370,6 +370,7 @@ class WatchLobbyResponse(_message.Message):
     TABLE_UPDATED_FIELD_NUMBER: _builtins.int
     MATCH_READY_FIELD_NUMBER: _builtins.int
     RATING_CHANGED_FIELD_NUMBER: _builtins.int
+    SUBSCRIBED_FIELD_NUMBER: _builtins.int
     AT_MS_FIELD_NUMBER: _builtins.int
     at_ms: _builtins.int
     @_builtins.property
@@ -378,19 +379,24 @@ class WatchLobbyResponse(_message.Message):
     def match_ready(self) -> _matchmaking_pb2.MatchReady: ...
     @_builtins.property
     def rating_changed(self) -> _matchmaking_pb2.RatingChanged: ...
+    @_builtins.property
+    def subscribed(self) -> _matchmaking_pb2.Subscribed:
+        """The first event of every stream: from here on no event for the player is missed."""
+
     def __init__(
         self,
         *,
         table_updated: _matchmaking_pb2.Table | None = ...,
         match_ready: _matchmaking_pb2.MatchReady | None = ...,
         rating_changed: _matchmaking_pb2.RatingChanged | None = ...,
+        subscribed: _matchmaking_pb2.Subscribed | None = ...,
         at_ms: _builtins.int = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "match_ready", b"match_ready", "rating_changed", b"rating_changed", "table_updated", b"table_updated"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "match_ready", b"match_ready", "rating_changed", b"rating_changed", "subscribed", b"subscribed", "table_updated", b"table_updated"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["at_ms", b"at_ms", "event", b"event", "match_ready", b"match_ready", "rating_changed", b"rating_changed", "table_updated", b"table_updated"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["at_ms", b"at_ms", "event", b"event", "match_ready", b"match_ready", "rating_changed", b"rating_changed", "subscribed", b"subscribed", "table_updated", b"table_updated"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["table_updated", "match_ready", "rating_changed"]  # noqa: Y015
+    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["table_updated", "match_ready", "rating_changed", "subscribed"]  # noqa: Y015
     _WhichOneofArgType_event: _TypeAlias = _typing.Literal["event", b"event"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_event) -> _WhichOneofReturnType_event | None: ...
 

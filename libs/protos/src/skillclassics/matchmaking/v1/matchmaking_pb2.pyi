@@ -538,6 +538,26 @@ class RatingChanged(_message.Message):
 Global___RatingChanged: _TypeAlias = RatingChanged  # noqa: Y015
 
 @_typing.final
+class Subscribed(_message.Message):
+    """Subscribed opens every lobby stream: events for the player are delivered from this point on (open the
+    stream and wait for it before creating a table or entering a queue, so that MatchReady cannot be missed;
+    a match missed anyway is in GetMatchHistory, unfinished).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Subscribed: _TypeAlias = Subscribed  # noqa: Y015
+
+@_typing.final
 class WatchLobbyResponse(_message.Message):
     """WatchLobbyResponse is one lobby event."""
 
@@ -546,6 +566,7 @@ class WatchLobbyResponse(_message.Message):
     TABLE_UPDATED_FIELD_NUMBER: _builtins.int
     MATCH_READY_FIELD_NUMBER: _builtins.int
     RATING_CHANGED_FIELD_NUMBER: _builtins.int
+    SUBSCRIBED_FIELD_NUMBER: _builtins.int
     AT_MS_FIELD_NUMBER: _builtins.int
     at_ms: _builtins.int
     @_builtins.property
@@ -554,19 +575,24 @@ class WatchLobbyResponse(_message.Message):
     def match_ready(self) -> Global___MatchReady: ...
     @_builtins.property
     def rating_changed(self) -> Global___RatingChanged: ...
+    @_builtins.property
+    def subscribed(self) -> Global___Subscribed:
+        """The first event of every stream: from here on no event for the player is missed."""
+
     def __init__(
         self,
         *,
         table_updated: Global___Table | None = ...,
         match_ready: Global___MatchReady | None = ...,
         rating_changed: Global___RatingChanged | None = ...,
+        subscribed: Global___Subscribed | None = ...,
         at_ms: _builtins.int = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "match_ready", b"match_ready", "rating_changed", b"rating_changed", "table_updated", b"table_updated"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "match_ready", b"match_ready", "rating_changed", b"rating_changed", "subscribed", b"subscribed", "table_updated", b"table_updated"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["at_ms", b"at_ms", "event", b"event", "match_ready", b"match_ready", "rating_changed", b"rating_changed", "table_updated", b"table_updated"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["at_ms", b"at_ms", "event", b"event", "match_ready", b"match_ready", "rating_changed", b"rating_changed", "subscribed", b"subscribed", "table_updated", b"table_updated"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["table_updated", "match_ready", "rating_changed"]  # noqa: Y015
+    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["table_updated", "match_ready", "rating_changed", "subscribed"]  # noqa: Y015
     _WhichOneofArgType_event: _TypeAlias = _typing.Literal["event", b"event"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_event) -> _WhichOneofReturnType_event | None: ...
 
