@@ -12,6 +12,7 @@ BENCHMARKS = {
     "fairness": "benchmarks.fairness",
     "clock": "benchmarks.clock",
     "chess": "benchmarks.chess",
+    "gin": "benchmarks.gin_engine",
     "matchmaking": "benchmarks.matchmaking",
     "gateway_e2e": "benchmarks.gateway_e2e",
 }

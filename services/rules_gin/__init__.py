@@ -1,0 +1,1 @@
+"""The gin rummy rules service: the match runtime with the gin family (standard, straight, Oklahoma)."""
