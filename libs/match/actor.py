@@ -93,6 +93,10 @@ class MatchActor:
         self._watchers: set[_Watcher] = set()
         self._keys = {e.idempotency_key: e for e in events if e.idempotency_key}
         self._armed_at: int | None = None
+        """The wake-up instant wanted (``None``: none)."""
+        self._sent_at: int | None = None
+        """The wake-up instant the deadlines were last given."""
+        self._deadline_task: asyncio.Task[None] | None = None
 
     @property
     def match_id(self) -> str:
@@ -157,7 +161,7 @@ class MatchActor:
     async def wake(self) -> None:
         """A deadline may have passed: end the match if something fell due, then re-arm."""
         async with self._lock:
-            self._armed_at = None
+            self._armed_at = self._sent_at = None  # the wake-up that fired was the one armed
             if not await self._end_if_overdue(self.now_ms()):
                 await self._sync_deadline()
 
@@ -236,15 +240,35 @@ class MatchActor:
             await self._settle_chance()
 
     async def _sync_deadline(self) -> None:
+        """Make sure a wake-up is armed no later than the earliest due instant.
+
+        An armed wake-up that is *earlier* than needed is kept: waking early is harmless (the actor
+        re-checks and re-arms), and it spares the clock service a re-arm on almost every move. The call
+        to the deadlines goes out in the background, off the answer path and outside the match lock:
+        every action checks the clock itself, so a wake-up only matters for a match nobody touches.
+        """
         due = self.record.due(self.family)
-        if not due:
-            if self._armed_at is not None:
-                self._armed_at = None
-                await self._deadlines.cancel(self.match_id)
+        target = due[0].at_ms if due else None
+        armed = self._armed_at
+        if target == armed or (target is not None and armed is not None and armed <= target):
             return
-        if due[0].at_ms != self._armed_at:
-            self._armed_at = due[0].at_ms
-            await self._deadlines.arm(self.match_id, due[0].at_ms)
+        self._armed_at = target
+        if self._deadline_task is None or self._deadline_task.done():
+            self._deadline_task = asyncio.ensure_future(self._send_deadline())
+
+    async def _send_deadline(self) -> None:
+        while self._sent_at != self._armed_at:
+            target = self._armed_at
+            if target is None:
+                await self._deadlines.cancel(self.match_id)
+            else:
+                await self._deadlines.arm(self.match_id, target)
+            self._sent_at = target
+
+    async def deadline_sent(self) -> None:
+        """Wait until the wake-up wanted now has been handed to the deadlines (tests, shutdown)."""
+        while self._deadline_task is not None and not self._deadline_task.done():
+            await asyncio.shield(self._deadline_task)
 
     async def start(self) -> None:
         """After creation or recovery: end what fell due while nobody looked, and arm the next wake-up."""
@@ -295,6 +319,8 @@ class MatchActor:
             self._watchers.discard(watcher)
 
     def close(self) -> None:
+        if self._deadline_task is not None:
+            self._deadline_task.cancel()
         if self._chance_retry is not None:
             self._chance_retry.cancel()
             self._chance_retry = None

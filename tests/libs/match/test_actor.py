@@ -69,6 +69,7 @@ async def test_a_move_after_the_flag_loses_even_without_a_wake_up(migrated_url: 
     actor = MatchActor(FAMILY, [event], store, deadlines, time)  # type: ignore[arg-type]
     await actor.start()
     await actor.submit(0, "k1", EventKind.ACTION, _move("e4"))
+    await actor.deadline_sent()
     assert deadlines.armed["chess.0.late"] >= time.now_ms()  # Black's flag
     await asyncio.sleep(0.3)
     with pytest.raises(FailedPrecondition, match="over"):
@@ -116,5 +117,75 @@ async def test_a_slow_watcher_is_cut_off_and_never_blocks_the_match(
         await drain()
     # the one it was waiting for, then the three the queue held; the rest it must catch up on by reconnecting
     assert [r.sequence for r in received] == [2, 3, 4, 5]
+    await store.close()
+    await db.dispose()
+
+
+class CountingWakeUps(NoWakeUps):
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[tuple[str, int | None]] = []
+
+    async def arm(self, match_id: str, deadline_ms: int) -> None:
+        self.calls.append(("arm", deadline_ms))
+        await super().arm(match_id, deadline_ms)
+
+    async def cancel(self, match_id: str) -> None:
+        self.calls.append(("cancel", None))
+        await super().cancel(match_id)
+
+
+async def test_an_earlier_wake_up_is_kept_a_sooner_one_is_armed_and_the_end_cancels(
+    migrated_url: str,
+) -> None:
+    db = Database(migrated_url)
+    store = MatchStore(db, "chess", "0")
+    time = ServiceTime()
+    deadlines = CountingWakeUps()
+    event = _created("chess.0.wakes", time.now_ms(), base_ms=600_000)
+    await store.create(event)
+    actor = MatchActor(FAMILY, [event], store, deadlines, time)  # type: ignore[arg-type]
+    await actor.start()
+    await actor.deadline_sent()
+    first_move_due = event.at_ms + 60_000
+    assert deadlines.calls == [("arm", first_move_due)]  # White's first-move timeout
+    for ply, notation in enumerate(["e4", "e5", "Nf3", "Nc6"]):
+        await actor.submit(ply % 2, f"k{ply}", EventKind.ACTION, _move(notation))
+    await actor.deadline_sent()
+    # Every later due instant (Black's first move, then the flags, minutes away) keeps the earlier wake-up.
+    assert deadlines.calls == [("arm", first_move_due)]
+    # Black disconnects: the forfeit (60 s from now) is later than the armed instant too, so still no
+    # call. A match that ends cancels its wake-up.
+    await actor.set_presence(1, False)
+    await actor.submit(0, "resign", EventKind.RESIGN, {})
+    await actor.deadline_sent()
+    assert deadlines.calls == [("arm", first_move_due), ("cancel", None)]
+    # A wake-up that fires re-arms for what is due then (here: nothing, the match is over).
+    await actor.wake()
+    await actor.deadline_sent()
+    assert deadlines.calls[-1] == ("cancel", None)
+    await store.close()
+    await db.dispose()
+
+
+async def test_a_sooner_deadline_than_the_armed_one_is_armed_at_once(migrated_url: str) -> None:
+    db = Database(migrated_url)
+    store = MatchStore(db, "chess", "0")
+    time = ServiceTime()
+    deadlines = CountingWakeUps()
+    event = _created("chess.0.sooner", time.now_ms(), base_ms=10_000)
+    await store.create(event)
+    actor = MatchActor(FAMILY, [event], store, deadlines, time)  # type: ignore[arg-type]
+    await actor.start()
+    await actor.submit(0, "k0", EventKind.ACTION, _move("e4"))
+    await actor.submit(1, "k1", EventKind.ACTION, _move("e5"))
+    await actor.deadline_sent()
+    # After e4 Black's 10 s flag was sooner than the 60 s first-move timeout that was armed: armed then;
+    # White's flag after e5 is later still, so that earlier wake-up is kept.
+    e4_at = actor.record.clock_marks[0].at_ms
+    assert deadlines.calls == [("arm", event.at_ms + 60_000), ("arm", e4_at + 10_000)]
+    flag_at = actor.record.clock.flag_at_ms()
+    assert flag_at is not None
+    assert e4_at + 10_000 <= flag_at
     await store.close()
     await db.dispose()
