@@ -87,11 +87,18 @@ class MatchRuntime:
             raise AlreadyExists(f"match {setup.match_id} exists already")
         event = MatchEvent(1, EventKind.CREATED, setup.created_at_ms, setup.to_json(), None, idempotency_key)
         actor = self._actor([event])
+        # Registered before the first await: a reader who finds the new row in the database while it is
+        # being committed must get this actor, never build a second one from the log (two writers of
+        # one match would collide on sequence numbers).
+        self._actors[setup.match_id] = actor
         try:
             await self._store.create(event)
-        except IntegrityError:
-            raise AlreadyExists(f"match {setup.match_id} exists already") from None
-        self._actors[setup.match_id] = actor
+        except BaseException as error:
+            if self._actors.get(setup.match_id) is actor:
+                del self._actors[setup.match_id]
+            if isinstance(error, IntegrityError):
+                raise AlreadyExists(f"match {setup.match_id} exists already") from None
+            raise
         await actor.start()
         return actor
 
@@ -107,6 +114,9 @@ class MatchRuntime:
         if actor is not None:
             return actor
         events = await self._store.load_log(match_id)  # a finished match evicted from memory
+        raced = self._actors.get(match_id)  # created or loaded by someone else meanwhile: one actor only
+        if raced is not None:
+            return raced
         if not events:
             return None
         actor = self._actor(events)

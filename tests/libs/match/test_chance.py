@@ -229,3 +229,25 @@ async def test_a_restart_with_a_draw_pending_obtains_it_on_start(migrated_url: s
     await recovered.start()
     assert recovered.record.game.rolls == ((0, 1),)
     assert [c.index for c in back.calls] == [0]
+
+
+async def test_readers_racing_a_creation_share_its_one_actor(migrated_url: str) -> None:
+    from libs.match.runtime import MatchRuntime
+    from libs.runtime.errors import NotFound
+
+    store = MatchStore(Database(migrated_url), "race", "0")
+    runtime = MatchRuntime(FAMILY, 0, store, NoWakeUps(), ServiceTime(), chance=Dice())  # type: ignore[arg-type]
+    setup = MatchSetup.from_json(_created("race.0.racing", ServiceTime().now_ms()).payload)
+
+    async def reader() -> MatchActor | None:
+        for _ in range(200):
+            try:
+                return await runtime.get(setup.match_id)
+            except NotFound:
+                await asyncio.sleep(0)
+        return None
+
+    created, *read = await asyncio.gather(runtime.create(setup, "create"), *(reader() for _ in range(5)))
+    assert all(actor is created for actor in read)
+    await created.set_presence(0, True)  # one writer: no clash on sequence numbers
+    assert [e.sequence for e in created.events] == list(range(1, len(created.events) + 1))
