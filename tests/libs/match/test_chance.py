@@ -247,7 +247,9 @@ async def test_readers_racing_a_creation_share_its_one_actor(migrated_url: str) 
                 await asyncio.sleep(0)
         return None
 
-    created, *read = await asyncio.gather(runtime.create(setup, "create"), *(reader() for _ in range(5)))
-    assert all(actor is created for actor in read)
-    await created.set_presence(0, True)  # one writer: no clash on sequence numbers
-    assert [e.sequence for e in created.events] == list(range(1, len(created.events) + 1))
+    created = asyncio.ensure_future(runtime.create(setup, "create"))
+    read = await asyncio.gather(*(reader() for _ in range(5)))
+    actor = await created
+    assert all(found is actor for found in read)
+    await actor.set_presence(0, True)  # one writer: no clash on sequence numbers
+    assert [e.sequence for e in actor.events] == list(range(1, len(actor.events) + 1))
