@@ -7,7 +7,7 @@ PY := $(BIN)/python
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help setup protos check-protos migrate run test test-postgres lint format bench clean
+.PHONY: help setup protos check-protos migrate run demo test test-postgres lint format bench clean
 
 help: ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -31,6 +31,11 @@ migrate: $(STAMP) ## apply the database migrations (DATABASE_URL, default: SQLit
 
 run: $(STAMP) ## start the whole stack on localhost with SQLite (Ctrl-C stops it)
 	$(PY) -m libs.launcher
+
+# Needs `make run` in another terminal. Overrides: GATEWAY_ADDRESS, FAIRNESS_ADDRESS, DEMO_FAMILIES
+# (chess,gin), DEMO_MAX_PLIES (300), DEMO_MINUTES, DATA_DIR (where the stack keeps its token key).
+demo: $(STAMP) ## two bots (random vs greedy) play each family through the running stack's gateway
+	$(PY) -m clients.demo
 
 test: $(STAMP) ## run the whole test suite (PostgreSQL tests skip, saying so, when no server is reachable)
 	$(PY) -m pytest $(PYTEST_ARGS)

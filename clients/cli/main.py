@@ -1,24 +1,70 @@
 """The ``skillclassics`` command line: ``skillclassics COMMAND [ARGS...]``.
 
-Commands:
+Commands (see ``docs/cli.md``):
 
 * ``verify PROOF.json``: check a match's fairness proof offline (``-`` reads standard input).
+* ``login PLAYER``: mint a development token with the stack's key and keep it for the other commands.
+* ``whoami``, ``ratings``, ``tables``, ``create``, ``join TABLE_ID``, ``queue``: the lobby, through the
+  gateway (``create --wait``, ``join`` and ``queue`` then play the match).
+* ``play MATCH_ID``: the interactive board; ``watch MATCH_ID``: follow a match as a spectator;
+  ``record MATCH_ID``: a finished match's record (PGN for chess).
+* ``bot``: a bot that finds a game and plays it (``--games N`` in a row).
+
+The gateway is ``--gateway`` or ``GATEWAY_ADDRESS`` (default ``127.0.0.1:50050``); the token is
+``--token``, ``SKILLCLASSICS_TOKEN``, or the file ``login`` wrote (``$XDG_CONFIG_HOME/skillclassics/token``,
+by default ``~/.config/skillclassics/token``).
 
 Exit status: 0 when the command succeeded (for ``verify``: the proof is valid), 1 when it ran but the
-answer is negative (the proof does not verify), 2 for a usage error or unreadable/malformed input.
+answer is negative (the proof does not verify, the gateway refused: ``error: CODE: reason``), 2 for a
+usage error or unreadable/malformed input.
 
 To add a command, write a ``_register_NAME(subparsers)`` function that adds its sub-parser and sets
-``handler`` (a :data:`Handler`) with ``set_defaults``, and append it to :data:`COMMANDS`.
+``handler`` (a :data:`Handler`) or ``async_handler`` (an :data:`AsyncHandler`) with ``set_defaults``,
+and append it to :data:`COMMANDS`.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import collections
+import contextlib
+import os
+import signal
 import sys
-from collections.abc import Callable, Sequence
+import threading
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Final, TypeAlias
+from typing import Final, TextIO, TypeAlias
 
+import grpc
+from skillclassics.matchmaking.v1 import matchmaking_pb2 as mm
+from skillclassics.rules.v1 import rules_pb2
+
+from clients.bot import BotSettings, run_bot
+from clients.families import (
+    FamilyClient,
+    InputError,
+    UnknownFamily,
+    clock_line,
+    family,
+    family_names,
+    family_of_match,
+    resign_action,
+    result_line,
+    seat_names,
+)
+from clients.player import (
+    DEFAULT_GATEWAY,
+    DevKeyMissing,
+    GatewayError,
+    MatchStream,
+    PlayerSession,
+    development_token,
+    is_over,
+)
 from libs.fairness import FairnessError, Proof, verify
 
 __all__ = [
@@ -26,29 +72,47 @@ __all__ = [
     "EXIT_ERROR",
     "EXIT_FAILED",
     "EXIT_OK",
+    "AsyncHandler",
     "CommandError",
     "Handler",
+    "InteractiveGame",
+    "Screen",
     "SubParsers",
     "build_parser",
+    "dev_token",
     "main",
+    "main_async",
+    "token_file",
 ]
 
 PROG: Final = "skillclassics"
 EXIT_OK: Final = 0
 """The command succeeded."""
 EXIT_FAILED: Final = 1
-"""The command ran and the answer is negative (e.g. the proof does not verify)."""
+"""The command ran and the answer is negative (the proof does not verify, the gateway refused)."""
 EXIT_ERROR: Final = 2
 """Usage error, or the input could not be read or parsed."""
+EXIT_INTERRUPTED: Final = 130
+EXIT_TERMINATED: Final = 143
 
 Handler = Callable[[argparse.Namespace], int]
 """Runs a parsed command and returns its exit status."""
+AsyncHandler = Callable[[argparse.Namespace], Awaitable[int]]
+"""Runs a parsed command in an event loop and returns its exit status."""
 SubParsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 """The object commands register their sub-parser with (``subparsers.add_parser(...)``)."""
+
+TOKEN_VARIABLE: Final = "SKILLCLASSICS_TOKEN"
+GATEWAY_VARIABLE: Final = "GATEWAY_ADDRESS"
+LOGIN_TTL_S: Final = 24 * 3600
 
 
 class CommandError(Exception):
     """A command cannot run (unreadable input and the like): reported on stderr with exit status 2."""
+
+
+def _say(text: str = "") -> None:
+    print(text, file=sys.stdout, flush=True)
 
 
 # --- verify ---
@@ -96,9 +160,810 @@ def _run_verify(args: argparse.Namespace) -> int:
     return EXIT_OK if report.ok else EXIT_FAILED
 
 
+# --- tokens and the gateway ---
+
+
+def token_file(env: Mapping[str, str]) -> Path:
+    """Where ``login`` keeps the token: ``$XDG_CONFIG_HOME/skillclassics/token`` (``~/.config`` by
+    default)."""
+    base = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "skillclassics" / "token"
+
+
+def _save_token(path: Path, token: str) -> None:
+    """Write ``token`` to ``path`` readable by its owner only (mode 0600), replacing it atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    partial = path.with_name(f".{path.name}.{os.getpid()}")
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(token + "\n")
+        os.chmod(partial, 0o600)
+        os.replace(partial, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            partial.unlink()
+        raise
+
+
+def dev_token(player: str, env: Mapping[str, str], ttl_s: int = LOGIN_TTL_S) -> str:
+    """A development token for ``player`` (:func:`clients.player.development_token`)."""
+    try:
+        return development_token(player, env, ttl_s)
+    except (DevKeyMissing, ValueError) as error:  # ConfigError is a ValueError too
+        raise CommandError(str(error)) from None
+
+
+def _stored_token(args: argparse.Namespace) -> str:
+    token = (getattr(args, "token", None) or os.environ.get(TOKEN_VARIABLE, "")).strip()
+    if token:
+        return token
+    path = token_file(os.environ)
+    try:
+        token = path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        token = ""
+    except OSError as error:
+        raise CommandError(f"cannot read {path}: {error.strerror or error}") from None
+    if not token:
+        raise CommandError(
+            f"not signed in: run `{PROG} login PLAYER` (or pass --token, or set {TOKEN_VARIABLE})"
+        )
+    return token
+
+
+def _address(args: argparse.Namespace) -> str:
+    return str(getattr(args, "gateway", None) or os.environ.get(GATEWAY_VARIABLE) or DEFAULT_GATEWAY)
+
+
+def _session(args: argparse.Namespace, token: str | None = None) -> PlayerSession:
+    return PlayerSession(_address(args), token or _stored_token(args))
+
+
+def _gateway_options(parser: argparse.ArgumentParser, *, token: bool = True) -> None:
+    parser.add_argument(
+        "--gateway",
+        metavar="HOST:PORT",
+        help=f"the gateway (default: ${GATEWAY_VARIABLE} or {DEFAULT_GATEWAY})",
+    )
+    if token:
+        parser.add_argument(
+            "--token", help=f"the bearer token (default: ${TOKEN_VARIABLE} or the file `login` wrote)"
+        )
+
+
+def _game_options(parser: argparse.ArgumentParser, *, minutes: float | None) -> None:
+    parser.add_argument("--family", default="chess", help="the game family (default: chess)")
+    default = f"{minutes:g}" if minutes is not None else "the family's shortest lobby clock: chess 3, gin 5"
+    parser.add_argument(
+        "--minutes", type=float, default=minutes, help=f"main time per player (default: {default})"
+    )
+    parser.add_argument(
+        "--increment", type=float, default=0, metavar="SECONDS", help="added per move (default: 0)"
+    )
+    parser.add_argument(
+        "--fee", type=int, default=0, metavar="MINOR", help="entry fee in minor units, cents (default: 0)"
+    )
+    parser.add_argument("--currency", default="USD", help="ISO 4217 currency of the fee (default: USD)")
+    parser.add_argument(
+        "--ruleset", choices=["contest", "fide"], help="chess: the ruleset (default: contest)"
+    )
+    parser.add_argument(
+        "--variant", choices=["standard", "straight", "oklahoma"], help="gin: the variant (default: standard)"
+    )
+    parser.add_argument("--hands", help="gin: hands that win the match (default: 3)")
+
+
+def _family(name: str) -> FamilyClient:
+    try:
+        return family(name)
+    except UnknownFamily as error:
+        raise CommandError(str(error)) from None
+
+
+def _settings(args: argparse.Namespace) -> dict[str, str]:
+    names = ("ruleset", "variant", "hands")
+    return {name: str(getattr(args, name)) for name in names if getattr(args, name, None) is not None}
+
+
+def _table_setup(
+    args: argparse.Namespace,
+) -> tuple[FamilyClient, rules_pb2.MatchOptions, rules_pb2.TimeControl]:
+    fam = _family(args.family)
+    try:
+        options = fam.options(_settings(args))
+    except InputError as error:
+        raise CommandError(str(error)) from None
+    minutes = fam.quick_minutes if args.minutes is None else args.minutes
+    if minutes <= 0 or args.increment < 0:
+        raise CommandError("--minutes must be positive and --increment not negative")
+    if args.fee < 0:
+        raise CommandError("--fee cannot be negative")
+    return fam, options, fam.time_control(minutes, args.increment)
+
+
+def _fee(minor: int, currency: str) -> str:
+    return "free" if not minor else f"{minor / 100:.2f} {currency}"
+
+
+def _clock(control: rules_pb2.TimeControl) -> str:
+    return f"{control.base_ms / 60_000:g}+{control.increment_ms / 1000:g}"
+
+
+def _describe_table(table: mm.Table) -> str:
+    try:
+        options = family(table.family).describe_options(table.options)
+    except UnknownFamily:
+        options = ""
+    parts = [table.family, _clock(table.time_control), options, _fee(table.entry_fee_minor, table.currency)]
+    return ", ".join(part for part in parts if part)
+
+
+# --- login, whoami, ratings ---
+
+
+def _register_login(subparsers: SubParsers) -> None:
+    parser = subparsers.add_parser(
+        "login",
+        help="sign in for development: mint a token with the stack's key and keep it",
+        description=(
+            "Mint a development token for PLAYER with the local stack's key (GATEWAY_TOKEN_KEY, or "
+            "DATA_DIR/gateway-token.key as `make run` keeps it) and save it, mode 0600, to "
+            "$XDG_CONFIG_HOME/skillclassics/token (default ~/.config/skillclassics/token). "
+            "Production tokens come from the platform's login service."
+        ),
+    )
+    parser.add_argument("player", help="the player id (1-128 of A-Z a-z 0-9 . _ : @ -)")
+    parser.add_argument(
+        "--ttl", type=int, default=LOGIN_TTL_S, metavar="SECONDS", help="token lifetime (default: one day)"
+    )
+    _gateway_options(parser, token=False)
+    parser.set_defaults(async_handler=_run_login)
+
+
+async def _run_login(args: argparse.Namespace) -> int:
+    token = dev_token(args.player, os.environ, args.ttl)
+    path = token_file(os.environ)
+    address = _address(args)
+    note = ""
+    async with PlayerSession(address, token) as session:
+        try:
+            me = await session.whoami()
+        except GatewayError as error:
+            if error.code == grpc.StatusCode.UNAUTHENTICATED:
+                raise GatewayError(
+                    error.code,
+                    f"{error.details} (the gateway at {address} signs with another key: run login where "
+                    "the stack keeps its data folder, or set GATEWAY_TOKEN_KEY or DATA_DIR)",
+                ) from None
+            note = f" (the gateway at {address} did not answer: {error})"
+            expires = int(time.time()) + args.ttl
+        else:
+            expires = me.expires_at
+    _save_token(path, token)
+    until = datetime.fromtimestamp(expires, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
+    _say(f"signed in as {args.player} until {until}; token saved to {path}{note}")
+    return EXIT_OK
+
+
+def _register_whoami(subparsers: SubParsers) -> None:
+    parser = subparsers.add_parser("whoami", help="who the token signs you in as")
+    _gateway_options(parser)
+    parser.set_defaults(async_handler=_run_whoami)
+
+
+async def _run_whoami(args: argparse.Namespace) -> int:
+    async with _session(args) as session:
+        me = await session.whoami()
+    until = datetime.fromtimestamp(me.expires_at, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
+    _say(f"{me.player_id} (token valid until {until})")
+    return EXIT_OK
+
+
+def _register_ratings(subparsers: SubParsers) -> None:
+    parser = subparsers.add_parser("ratings", help="your rating in each family")
+    _gateway_options(parser)
+    parser.set_defaults(async_handler=_run_ratings)
+
+
+async def _run_ratings(args: argparse.Namespace) -> int:
+    async with _session(args) as session:
+        reply = await session.ratings()
+    if not reply.ratings:
+        _say("no rated games yet (everyone starts at 1500)")
+    for rating in reply.ratings:
+        _say(f"{rating.family}: {rating.rating} after {rating.games} games")
+    return EXIT_OK
+
+
+# --- tables ---
+
+
+def _register_tables(subparsers: SubParsers) -> None:
+    parser = subparsers.add_parser("tables", help="list the open tables")
+    parser.add_argument("--family", help="only this family (default: every family there is)")
+    parser.add_argument("--minutes", type=float, help="only tables with this main time")
+    parser.add_argument("--max-fee", type=int, default=0, metavar="MINOR", help="only fees up to this")
+    parser.add_argument("--currency", default="", help="only tables in this currency")
+    _gateway_options(parser)
+    parser.set_defaults(async_handler=_run_tables)
+
+
+async def _run_tables(args: argparse.Namespace) -> int:
+    names = [_family(args.family).name] if args.family else list(family_names())
+    base_ms = round(args.minutes * 60_000) if args.minutes else 0
+    found: list[mm.Table] = []
+    async with _session(args) as session:
+        for name in names:
+            try:
+                found += await session.list_tables(
+                    name, base_ms=base_ms, max_entry_fee_minor=args.max_fee, currency=args.currency
+                )
+            except GatewayError as error:
+                if args.family or error.code != grpc.StatusCode.INVALID_ARGUMENT:
+                    raise
+                # A family the clients know but this stack does not offer (yet): skipped.
+    if not found:
+        _say("no open tables")
+    now_ms = int(time.time() * 1000)
+    for table in found:
+        age = max(0, now_ms - table.created_at_ms) // 1000
+        _say(f"{table.table_id}  {_describe_table(table)}  by {table.creator_id}, {age} s ago")
+    return EXIT_OK
+
+
+def _register_create(subparsers: SubParsers) -> None:
+    parser = subparsers.add_parser(
+        "create",
+        help="open a table (it prints the table id; --wait plays the match once someone joins)",
+    )
+    _game_options(parser, minutes=5)
+    parser.add_argument("--private", action="store_true", help="unlisted: joined by its id only")
+    parser.add_argument("--wait", action="store_true", help="wait for an opponent, then play")
+    _play_options(parser)
+    _gateway_options(parser)
+    parser.set_defaults(async_handler=_run_create)
+
+
+async def _run_create(args: argparse.Namespace) -> int:
+    fam, options, control = _table_setup(args)
+    visibility = mm.VISIBILITY_PRIVATE if args.private else mm.VISIBILITY_PUBLIC
+    async with _session(args) as session:
+        async with contextlib.AsyncExitStack() as scope:
+            # With --wait the lobby stream opens first, so the MatchReady cannot slip past.
+            lobby = await scope.enter_async_context(session.lobby()) if args.wait else None
+            table = await session.create_table(
+                fam.name,
+                options=options,
+                time_control=control,
+                entry_fee_minor=args.fee,
+                currency=args.currency,
+                visibility=visibility,
+            )
+            _say(table.table_id)
+            if lobby is None:
+                return EXIT_OK
+            _say(f"table {table.table_id} ({_describe_table(table)}): waiting for an opponent")
+            _say("(Ctrl-C cancels the table)")
+            try:
+                ready = await lobby.match_ready(table_id=table.table_id)
+            except asyncio.CancelledError:
+                with contextlib.suppress(GatewayError):
+                    await session.leave_table(table.table_id)
+                    print(f"table {table.table_id} cancelled", file=sys.stderr)
+                raise
+        _say(f"{ready.opponent_id} joined: match {ready.match_id}")
+        return await _play(session, ready.match_id, args)
+
+
+def _register_join(subparsers: SubParsers) -> None:
+    parser = subparsers.add_parser("join", help="join a table and play its match")
+    parser.add_argument("table_id", metavar="TABLE_ID")
+    _play_options(parser)
+    _gateway_options(parser)
+    parser.set_defaults(async_handler=_run_join)
+
+
+async def _run_join(args: argparse.Namespace) -> int:
+    async with _session(args) as session:
+        async with session.lobby() as lobby:
+            table = await session.join_table(args.table_id)
+            if table.status == mm.TABLE_STATUS_PLAYING and table.match_id:
+                match_id = table.match_id
+            else:
+                _say(f"joined table {table.table_id}; waiting for its match to be created")
+                match_id = (await lobby.match_ready(table_id=table.table_id)).match_id
+        _say(f"joined table {table.table_id} of {table.creator_id}: match {match_id}")
+        return await _play(session, match_id, args)
+
+
+def _register_queue(subparsers: SubParsers) -> None:
+    parser = subparsers.add_parser("queue", help="wait in the quick-match queue, then play")
+    _game_options(parser, minutes=5)
+    _play_options(parser)
+    _gateway_options(parser)
+    parser.set_defaults(async_handler=_run_queue)
+
+
+async def _run_queue(args: argparse.Namespace) -> int:
+    fam, options, control = _table_setup(args)
+    async with _session(args) as session:
+        async with session.lobby() as lobby:
+            entered = await session.enter_queue(
+                fam.name,
+                options=options,
+                time_control=control,
+                entry_fee_minor=args.fee,
+                currency=args.currency,
+            )
+            _say(f"queued (rating {entered.rating}); waiting for a pairing (Ctrl-C leaves the queue)")
+            try:
+                ready = await lobby.match_ready()
+            except asyncio.CancelledError:
+                with contextlib.suppress(GatewayError):
+                    await session.leave_queue()
+                    print("left the queue", file=sys.stderr)
+                raise
+        _say(f"paired with {ready.opponent_id}: match {ready.match_id}")
+        return await _play(session, ready.match_id, args)
+
+
+# --- play and watch ---
+
+
+def _play_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--ascii", action="store_true", help="draw with ASCII only (no chess glyphs, suits)")
+    parser.add_argument(
+        "--plain", action="store_true", help="no live clock line (also the default when not on a terminal)"
+    )
+
+
+def _register_play(subparsers: SubParsers) -> None:
+    parser = subparsers.add_parser(
+        "play",
+        help="play a match you are seated in (interactive)",
+        description=(
+            "Draws the match, both clocks and the opponent's moves as they happen. Type a move "
+            "(chess: SAN or UCI), ? for the legal moves, board to redraw, resign, or quit to leave "
+            "(the match goes on without you). Moves typed before your turn are played when it comes. "
+            "Standard input may be a file or a pipe: each line is one command."
+        ),
+    )
+    parser.add_argument("match_id", metavar="MATCH_ID")
+    _play_options(parser)
+    _gateway_options(parser)
+    parser.set_defaults(async_handler=_run_play)
+
+
+async def _run_play(args: argparse.Namespace) -> int:
+    async with _session(args) as session:
+        return await _play(session, args.match_id, args, wait_s=0)
+
+
+async def _play(
+    session: PlayerSession, match_id: str, args: argparse.Namespace, wait_s: float | None = None
+) -> int:
+    """Play ``match_id``; ``wait_s``: how long it may take to appear (default: the session's wait for a
+    match just paired)."""
+    try:
+        fam = family_of_match(match_id)
+    except UnknownFamily as error:
+        raise CommandError(str(error)) from None
+    terminal = sys.stdin.isatty()
+    live = terminal and sys.stdout.isatty() and not args.plain
+    lines = _stdin_lines()
+    game = InteractiveGame(
+        session, match_id, fam, lines, ascii=args.ascii, live=live, sequential=not terminal
+    )
+    return await game.run()
+
+
+def _stdin_lines() -> asyncio.Queue[str | None]:
+    """Standard input, line by line, read by a thread (it works the same for a terminal, a pipe or a
+    file); ``None`` marks its end."""
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[str | None] = asyncio.Queue()
+    stdin = sys.stdin
+
+    def put(item: str | None) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop closed: nobody is listening any more
+            loop.call_soon_threadsafe(queue.put_nowait, item)
+
+    def read() -> None:
+        try:
+            while line := stdin.readline():
+                put(line.rstrip("\r\n"))
+        except (OSError, ValueError):
+            pass
+        put(None)
+
+    threading.Thread(target=read, name="stdin", daemon=True).start()
+    return queue
+
+
+class Screen:
+    """Where a game is shown. On a terminal (``live``) a clock line and a prompt stay at the bottom and
+    the clocks tick; otherwise text is just printed."""
+
+    STATUS_UP: Final = "\x1b7\x1b[1A\r\x1b[2K{}\x1b8"
+
+    def __init__(self, out: TextIO, *, live: bool) -> None:
+        self.out = out
+        self.live = live
+        self._drawn = False
+        self.status = ""
+        self.prompt = "> "
+
+    def show(self, text: str) -> None:
+        if self.live and self._drawn:
+            self.out.write("\r\x1b[2K\x1b[1A\r\x1b[2K")
+        self.out.write(text + "\n")
+        if self.live:
+            self.out.write(f"{self.status}\n{self.prompt}")
+            self._drawn = True
+        self.out.flush()
+
+    def typed(self) -> None:
+        """The player pressed Enter: the prompt line scrolled up and stays as it is."""
+        self._drawn = False
+
+    def redraw(self) -> None:
+        if self.live and not self._drawn:
+            self.out.write(f"{self.status}\n{self.prompt}")
+            self._drawn = True
+            self.out.flush()
+
+    def tick(self, status: str) -> None:
+        self.status = status
+        if self.live and self._drawn:
+            self.out.write(self.STATUS_UP.format(status))
+            self.out.flush()
+
+
+HELP = (
+    "commands: ? (legal moves), board, resign, cancel (forget moves typed ahead), quit (leave; the "
+    "match goes on and you forfeit if away too long), help"
+)
+
+
+class InteractiveGame:
+    """A match as a player plays it on the command line: the stream and the typed commands at once.
+
+    On a terminal, a move typed before one's turn is kept and played when the turn comes (``cancel``
+    forgets it) and other commands run at once. With ``sequential`` (standard input is a file or a pipe)
+    the lines are a script run in order: a move waits for the turn, the next line for the move.
+    """
+
+    def __init__(
+        self,
+        session: PlayerSession,
+        match_id: str,
+        fam: FamilyClient,
+        lines: asyncio.Queue[str | None],
+        *,
+        ascii: bool = False,
+        live: bool = False,
+        sequential: bool = False,
+        out: TextIO | None = None,
+    ) -> None:
+        self.session = session
+        self.match_id = match_id
+        self.fam = fam
+        self.lines = lines
+        self.ascii = ascii
+        self.sequential = sequential
+        self.screen = Screen(out or sys.stdout, live=live)
+        self.seat: int | None = None
+        self.names: dict[int, str] = {}
+        self.latest = rules_pb2.MatchUpdate()
+        """The newest update known (from the stream or an action's answer)."""
+        self.ahead: collections.deque[tuple[str, rules_pb2.Action]] = collections.deque()
+        self.result: rules_pb2.Result | None = None
+        self._turn = asyncio.Event()
+
+    def _note(self, update: rules_pb2.MatchUpdate) -> None:
+        """Remember ``update`` if it is the newest, and whose turn it says it is."""
+        if update.sequence < self.latest.sequence:
+            return
+        self.latest = update
+        if update.legal_actions and not is_over(update):
+            self._turn.set()
+        else:
+            self._turn.clear()
+
+    def _who(self, seat: int) -> str:
+        if seat == self.seat:
+            return "you"
+        name = self.names.get(seat, "")
+        return f"{self.fam.seat_label(seat)} ({name})" if name else self.fam.seat_label(seat)
+
+    def _clocks(self) -> str:
+        line = clock_line(self.latest, self.fam, self.names, int(time.time() * 1000), viewer=self.seat)
+        return line + ("   your move" if self._turn.is_set() else "")
+
+    def _show_position(self, before: str = "") -> None:
+        self.screen.status = self._clocks()
+        parts = [before] if before else []
+        parts.append(self.fam.render(self.latest, self.seat, ascii=self.ascii))
+        if not self.screen.live:
+            parts.append(self._clocks())
+        self.screen.show("\n".join(parts))
+
+    async def run(self, wait_s: float = 0.0) -> int:
+        """Play until the match ends or the player leaves; ``wait_s``: how long the match may take to
+        exist (just paired)."""
+        info = await self.session.get_match(self.match_id, wait_s=wait_s)
+        if not info.HasField("seat"):
+            raise GatewayError(
+                grpc.StatusCode.PERMISSION_DENIED,
+                f"you are not seated in match {self.match_id}; `watch` it instead",
+            )
+        self.seat = info.seat
+        self.names = seat_names(info.seats)
+        self._note(info.update)
+        players = " vs ".join(f"{self.fam.seat_label(s)} {n}" for s, n in sorted(self.names.items()))
+        header = (
+            f"match {self.match_id}: {players}; you play {self.fam.seat_label(self.seat)}; "
+            f"{_clock(info.time_control)} {self.fam.describe_options(info.options)}".rstrip()
+        )
+        self._show_position(f"{header}\n{self.fam.input_help()}; ? lists your moves, help the commands")
+        if is_over(self.latest):
+            self.result = self.latest.result
+            self.screen.live = False
+            self.screen.show(result_line(self.latest.result, self.fam, self.names))
+            return EXIT_OK
+        stream = self.session.watch_match(self.match_id, from_sequence=self.latest.sequence)
+        follow = asyncio.create_task(self._follow(stream), name="follow")
+        commands = asyncio.create_task(self._commands(), name="commands")
+        ticker = asyncio.create_task(self._tick(), name="ticker")
+        try:
+            done, _ = await asyncio.wait({follow, commands}, return_when=asyncio.FIRST_COMPLETED)
+            if commands in done and commands.result() == "eof" and not follow.done():
+                self.screen.show("(standard input ended; following the match to its end, Ctrl-C to leave)")
+                await follow
+            elif follow not in done:
+                self.screen.live = False
+                self.screen.show("you left the match; it goes on (`play` it again to come back)")
+                return EXIT_OK
+            follow.result()  # a refusal of the stream is the command's error
+            return EXIT_OK
+        finally:
+            stream.close()
+            for task in (follow, commands, ticker):
+                task.cancel()
+            await asyncio.gather(follow, commands, ticker, return_exceptions=True)
+
+    async def _tick(self) -> None:
+        while self.screen.live:
+            await asyncio.sleep(0.5)
+            if self.latest.status == rules_pb2.MATCH_STATUS_LIVE:
+                self.screen.tick(self._clocks())
+
+    async def _follow(self, stream: MatchStream) -> None:
+        async for update in stream:
+            self._note(update)
+            event = update.event
+            said = ""
+            if event.kind == "action" and event.HasField("seat"):
+                said = f"{self._who(event.seat)} played {event.description}"
+            elif event.kind == "resign" and event.HasField("seat"):
+                said = f"{self._who(event.seat)} resigned"
+            elif event.kind == "presence" and event.HasField("seat") and event.seat != self.seat:
+                state = "connected" if event.seat in update.connected_seats else "disconnected"
+                said = f"{self._who(event.seat)} {state}"
+            elif event.kind not in ("action", "presence", "created") and event.description:
+                said = event.description
+            if is_over(update):
+                self.result = update.result
+                self.screen.live = False
+                if event.kind == "action":
+                    self._show_position(said)
+                elif said:
+                    self.screen.show(said)
+                self.screen.show(result_line(update.result, self.fam, self.names))
+                return
+            if event.kind == "presence":
+                self.screen.status = self._clocks()
+                if said:
+                    self.screen.show(said)
+                continue
+            self._show_position(said)
+            if self._turn.is_set() and self.ahead and not self.sequential:
+                text, action = self.ahead.popleft()
+                self.screen.show(f"playing {text} (typed ahead)")
+                await self._submit(action)
+
+    async def _submit(self, action: rules_pb2.Action) -> None:
+        try:
+            reply = await self.session.submit(self.match_id, action)
+        except GatewayError as error:
+            self.screen.show(f"error: {error}")
+        else:
+            self._note(reply.update)
+
+    async def _commands(self) -> str:
+        while True:
+            line = await self.lines.get()
+            if line is None:
+                return "eof"
+            self.screen.typed()
+            text = line.strip()
+            lowered = text.lower()
+            if not text:
+                self.screen.redraw()
+            elif lowered in ("?", "moves", "legal"):
+                self.screen.show(self.fam.describe_legal(self.latest))
+            elif lowered in ("help", "h"):
+                self.screen.show(f"{self.fam.input_help()}\n{HELP}")
+            elif lowered in ("board", "b"):
+                self._show_position()
+            elif lowered in ("quit", "exit", "q"):
+                return "quit"
+            elif lowered == "cancel":
+                self.ahead.clear()
+                self.screen.show("moves typed ahead forgotten")
+            elif lowered == "resign":
+                await self._submit(resign_action())
+                self.screen.redraw()
+            else:
+                await self._typed_action(text)
+
+    async def _typed_action(self, text: str) -> None:
+        try:
+            action = self.fam.parse(text, self.latest)
+        except InputError as error:
+            self.screen.show(str(error))
+            return
+        if self.fam.needs_turn(action) and not self._turn.is_set():
+            if self.sequential:
+                await self._turn.wait()  # a script: its next move waits for the turn
+            else:
+                self.ahead.append((text, action))
+                self.screen.show(f"not your turn: {text} will be played when it is (cancel forgets it)")
+                return
+        await self._submit(action)
+        self.screen.redraw()
+
+
+def _register_watch(subparsers: SubParsers) -> None:
+    parser = subparsers.add_parser("watch", help="follow a match as a spectator, printing each update")
+    parser.add_argument("match_id", metavar="MATCH_ID")
+    parser.add_argument("--from-start", action="store_true", help="replay the match from its first update")
+    parser.add_argument("--brief", action="store_true", help="one line per update, no board")
+    parser.add_argument("--ascii", action="store_true", help="draw with ASCII only")
+    _gateway_options(parser)
+    parser.set_defaults(async_handler=_run_watch)
+
+
+async def _run_watch(args: argparse.Namespace) -> int:
+    try:
+        fam = family_of_match(args.match_id)
+    except UnknownFamily as error:
+        raise CommandError(str(error)) from None
+    async with _session(args) as session:
+        info = await session.get_match(args.match_id, spectator=True)
+        names = seat_names(info.seats)
+        players = " vs ".join(f"{fam.seat_label(s)} {n}" for s, n in sorted(names.items()))
+        setup = f"{_clock(info.time_control)} {fam.describe_options(info.options)}"
+        _say(f"match {args.match_id}: {players}; {setup}")
+        start = 0 if args.from_start else info.update.sequence
+
+        def show(update: rules_pb2.MatchUpdate) -> None:
+            event = update.event
+            who = ""
+            if event.HasField("seat"):
+                name = names.get(event.seat, "")
+                who = f"{fam.seat_label(event.seat)} ({name}) " if name else f"{fam.seat_label(event.seat)} "
+            what = event.description
+            if event.kind == "presence" and event.HasField("seat"):
+                what = "connected" if event.seat in update.connected_seats else "disconnected"
+            _say(f"#{update.sequence} {event.kind}: {who}{what}".rstrip())
+            if not args.brief and event.kind != "presence":
+                _say(fam.render(update, None, ascii=args.ascii))
+                _say(clock_line(update, fam, names))
+            if is_over(update):
+                _say(result_line(update.result, fam, names))
+
+        if not args.from_start:
+            show(info.update)
+            if is_over(info.update):
+                return EXIT_OK
+        async for update in session.watch_match(args.match_id, spectator=True, from_sequence=start):
+            show(update)
+    return EXIT_OK
+
+
+def _register_record(subparsers: SubParsers) -> None:
+    parser = subparsers.add_parser("record", help="a finished match's result and record (PGN for chess)")
+    parser.add_argument("match_id", metavar="MATCH_ID")
+    _gateway_options(parser)
+    parser.set_defaults(async_handler=_run_record)
+
+
+async def _run_record(args: argparse.Namespace) -> int:
+    async with _session(args) as session:
+        record = await session.get_record(args.match_id)
+    _say(record.record.rstrip("\n"))
+    return EXIT_OK
+
+
+# --- bot ---
+
+
+def _register_bot(subparsers: SubParsers) -> None:
+    parser = subparsers.add_parser(
+        "bot",
+        help="a bot: join an open table of the family (or open one and wait), play to the end",
+        description=(
+            "Joins an open table of the family with the same clock, options and fee, or opens one and "
+            "waits for an opponent; plays the match to the end and prints the result; --games repeats."
+        ),
+    )
+    _game_options(parser, minutes=None)
+    parser.add_argument("--strategy", default="random", help="random or greedy (default: random)")
+    parser.add_argument("--games", type=int, default=1, help="how many games in a row (default: 1)")
+    parser.add_argument(
+        "--player", help="play as this player with a development token (default: the signed-in player)"
+    )
+    parser.add_argument(
+        "--max-plies", type=int, metavar="N", help="resign once the game is N moves long (default: no cap)"
+    )
+    parser.add_argument("--delay", type=float, default=0.0, metavar="SECONDS", help="pause before each move")
+    parser.add_argument("--seed", type=int, help="seed the bot's random choices")
+    _gateway_options(parser)
+    parser.set_defaults(async_handler=_run_bot)
+
+
+async def _run_bot(args: argparse.Namespace) -> int:
+    fam, _, _ = _table_setup(args)
+    if args.strategy not in fam.strategies:
+        raise CommandError(f"{fam.name} bots are {', '.join(fam.strategies)}, not {args.strategy!r}")
+    if args.games < 1:
+        raise CommandError("--games must be at least 1")
+    token = dev_token(args.player, os.environ) if args.player else None
+    tally = collections.Counter[str]()
+    async with _session(args, token) as session:
+        me = (await session.whoami()).player_id
+        for game in range(args.games):
+            settings = BotSettings(
+                family=fam.name,
+                strategy=args.strategy,
+                minutes=args.minutes,
+                increment_s=args.increment,
+                options=_settings(args),
+                entry_fee_minor=args.fee,
+                currency=args.currency,
+                max_plies=args.max_plies,
+                move_delay_s=args.delay,
+                seed=None if args.seed is None else args.seed + game,
+            )
+            result = await run_bot(session, settings, say=lambda text: _say(f"{me}: {text}"))
+            tally["won" if result.won else "lost" if result.won is False else "drawn or aborted"] += 1
+            _say(f"{me}: {result.line()}")
+    if args.games > 1:
+        _say(
+            f"{me}: {args.games} games: "
+            + ", ".join(f"{count} {what}" for what, count in sorted(tally.items()))
+        )
+    return EXIT_OK
+
+
 # --- the parser ---
 
-COMMANDS: Final[tuple[Callable[[SubParsers], None], ...]] = (_register_verify,)
+COMMANDS: Final[tuple[Callable[[SubParsers], None], ...]] = (
+    _register_login,
+    _register_whoami,
+    _register_ratings,
+    _register_tables,
+    _register_create,
+    _register_join,
+    _register_queue,
+    _register_play,
+    _register_watch,
+    _register_record,
+    _register_bot,
+    _register_verify,
+)
 """Every command's registration function, in the order ``--help`` lists them."""
 
 
@@ -116,16 +981,65 @@ def _print_error(command: str | None, message: str) -> None:
     print(f"{prefix}: error: {message}", file=sys.stderr)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line with ``argv`` (default: ``sys.argv[1:]``) and return the exit status."""
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace | int:
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        return parser.parse_args(argv)
     except SystemExit as exc:  # usage errors and --help: argparse has already printed its message
         return exc.code if isinstance(exc.code, int) else EXIT_ERROR
+
+
+async def _run_async(args: argparse.Namespace) -> int:
+    handler: AsyncHandler = args.async_handler
+    try:
+        return await handler(args)
+    except CommandError as exc:
+        _print_error(args.command, str(exc))
+        return EXIT_ERROR
+    except GatewayError as exc:
+        _print_error(args.command, str(exc))
+        return EXIT_FAILED
+
+
+def _run_sync(args: argparse.Namespace) -> int:
     handler: Handler = args.handler
     try:
         return handler(args)
     except CommandError as exc:
         _print_error(args.command, str(exc))
         return EXIT_ERROR
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line with ``argv`` (default: ``sys.argv[1:]``) and return the exit status."""
+    args = _parse(argv)
+    if isinstance(args, int):
+        return args
+    if getattr(args, "async_handler", None) is None:
+        return _run_sync(args)
+    try:
+        return asyncio.run(_run_until_signalled(args))
+    except KeyboardInterrupt:
+        print(file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except asyncio.CancelledError:  # SIGTERM: cancelled like Ctrl-C, so tables and queues are left
+        return EXIT_TERMINATED
+
+
+async def _run_until_signalled(args: argparse.Namespace) -> int:
+    """:func:`_run_async`, cancelled on SIGTERM as asyncio.run cancels it on Ctrl-C (cleanups run)."""
+    task = asyncio.current_task()
+    if task is not None:
+        with contextlib.suppress(NotImplementedError, RuntimeError):  # no signals here (not the main thread)
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+    return await _run_async(args)
+
+
+async def main_async(argv: Sequence[str]) -> int:
+    """:func:`main` for a caller that already runs an event loop (tests, other tools)."""
+    args = _parse(argv)
+    if isinstance(args, int):
+        return args
+    if getattr(args, "async_handler", None) is None:
+        return _run_sync(args)
+    return await _run_async(args)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from clients.cli.main import EXIT_ERROR, EXIT_FAILED, EXIT_OK, build_parser, main
+from clients.cli.main import EXIT_ERROR, EXIT_FAILED, EXIT_OK, Screen, build_parser, main
 from libs.fairness import DrawSpec, Proof, build_proof
 
 REPO = Path(__file__).resolve().parents[2]
@@ -179,3 +179,45 @@ def test_python_dash_m_runs_the_cli(proof_file: Path, tmp_path: Path) -> None:
         "skillclassics verify: error: standard input is not a valid fairness proof: "
         "proof: missing key 'format'\n"
     )
+
+
+def test_every_command_has_help(capsys: pytest.CaptureFixture[str]) -> None:
+    commands = [
+        "login",
+        "whoami",
+        "ratings",
+        "tables",
+        "create",
+        "join",
+        "queue",
+        "play",
+        "watch",
+        "record",
+        "bot",
+    ]
+    for command in commands:
+        assert main([command, "--help"]) == 0
+        assert f"usage: skillclassics {command}" in capsys.readouterr().out
+    assert main(["create", "--ruleset", "blitz"]) == 2  # argparse's own choices
+    assert "invalid choice: 'blitz'" in capsys.readouterr().err
+
+
+def test_the_live_screen_keeps_a_ticking_clock_line_above_the_prompt() -> None:
+    out = io.StringIO()
+    screen = Screen(out, live=True)
+    screen.status = "*White 5:00   Black 5:00"
+    screen.show("board")
+    assert out.getvalue() == "board\n*White 5:00   Black 5:00\n> "
+    screen.tick("*White 4:59   Black 5:00")
+    assert out.getvalue().endswith("\x1b7\x1b[1A\r\x1b[2K*White 4:59   Black 5:00\x1b8")
+    screen.typed()  # Enter: the clock line is no longer right above the cursor
+    before = out.getvalue()
+    screen.tick("*White 4:58   Black 5:00")
+    assert out.getvalue() == before
+    screen.show("next")
+    assert out.getvalue() == before + "next\n*White 4:58   Black 5:00\n> "
+    plain = io.StringIO()
+    quiet = Screen(plain, live=False)
+    quiet.show("board")
+    quiet.tick("clock")
+    assert plain.getvalue() == "board\n"
