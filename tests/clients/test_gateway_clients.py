@@ -36,6 +36,7 @@ from services.fairness.service import FairnessService
 from services.gateway.service import GatewayService
 from services.matchmaking.service import MatchmakingService
 from services.rules_chess.service import chess_rules_service
+from services.rules_gin.service import gin_rules_service
 from tests.support import ROOT, free_port, start_in_process
 
 KEY = bytes(range(32))
@@ -56,12 +57,14 @@ class Stack:
     matchmaking: str
     rules: str
     tmp: Path
+    gin: str = ""
 
     def gateway_env(self, **extra: str) -> dict[str, str]:
         return {
             **ENV,
             "MATCHMAKING_ADDRESS": self.matchmaking,
             "RULES_CHESS_ADDRESSES": self.rules,
+            **({"RULES_GIN_ADDRESSES": self.gin} if self.gin else {}),
             "FAIRNESS_ADDRESS": self.fairness,
             **extra,
         }
@@ -89,15 +92,21 @@ async def stack(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Stack
     }
     rules = await start_in_process("rules-chess", chess_rules_service, db("rules-chess"), rules_env)
     servers.append(rules)
-    mm_env = {"RULES_CHESS_ADDRESSES": rules.address, "FAIRNESS_ADDRESS": fairness.address}
+    gin = await start_in_process("rules-gin", gin_rules_service, db("rules-gin"), rules_env)
+    servers.append(gin)
+    mm_env = {
+        "RULES_CHESS_ADDRESSES": rules.address,
+        "RULES_GIN_ADDRESSES": gin.address,
+        "FAIRNESS_ADDRESS": fairness.address,
+    }
     matchmaking = await start_in_process(
         "matchmaking", MatchmakingService, db("matchmaking"), mm_env, GRPC_PORT=str(mm_port)
     )
     servers.append(matchmaking)
-    partial = Stack("", fairness.address, matchmaking.address, rules.address, tmp)
+    partial = Stack("", fairness.address, matchmaking.address, rules.address, tmp, gin.address)
     gateway = await start_in_process("gateway", GatewayService, db("gateway"), partial.gateway_env(**FAST))
     servers.append(gateway)
-    yield Stack(gateway.address, fairness.address, matchmaking.address, rules.address, tmp)
+    yield Stack(gateway.address, fairness.address, matchmaking.address, rules.address, tmp, gin.address)
     for server in reversed(servers):
         await server.stop(grace=0.5)
 
@@ -524,7 +533,7 @@ async def test_the_console_script_runs_login_and_tables(stack: Stack, tmp_path: 
 # -- the demo -------------------------------------------------------------------------------------------
 
 
-async def test_the_demo_plays_chess_and_skips_what_the_stack_lacks(stack: Stack) -> None:
+async def test_the_demo_plays_chess_and_gin_and_skips_what_the_stack_lacks(stack: Stack) -> None:
     lines: list[str] = []
     config = DemoConfig(
         gateway=stack.gateway,
@@ -539,9 +548,10 @@ async def test_the_demo_plays_chess_and_skips_what_the_stack_lacks(stack: Stack)
     assert "(random, White) vs greedy-" in text
     assert "chess: result: " in text
     assert "chess: fairness: no chance used" in text
-    assert "gin: skipped: the gateway has no gin rules service" in text
+    assert "gin: result: " in text
+    assert "gin: fairness: OK: commitment matches" in text  # the dealer and every shuffle reproduced
     assert "go: skipped: unknown game family 'go'" in text
-    assert lines[-1] == "demo: 1 played, 2 skipped, 0 failed"
+    assert lines[-1] == "demo: 2 played, 1 skipped, 0 failed"
 
 
 async def test_the_demo_says_when_the_stack_is_not_running() -> None:
