@@ -7,10 +7,21 @@ The optimiser figures bypass the engine's per-hand caches, so they are the cost 
 
 from __future__ import annotations
 
+import asyncio
 import random
 import time
+import uuid
 from collections.abc import Callable
+from typing import Any
 
+import grpc
+from skillclassics.fairness.v1 import fairness_pb2, fairness_pb2_grpc
+from skillclassics.gin.v1 import gin_pb2
+from skillclassics.rules.v1 import rules_pb2 as pb
+from skillclassics.rules.v1 import rules_pb2_grpc
+
+from benchmarks.support import bench_service, percentile
+from clients.families.gin import greedy_action
 from libs.engines.base import ActionContext
 from libs.engines.gin import CARD_TEXT, GIN, GinOptions, GinState, best_arrangement, discard_deadwood, mask_of
 from libs.engines.gin.engine import _knock_reveals
@@ -139,6 +150,89 @@ def figures() -> list[tuple[str, str]]:
     return optimiser_figures() + knock_figures() + match_figures()
 
 
+SERVICE_MATCHES = 16
+"""Gin matches played at once through the service."""
+
+
+async def _play_through(stub: Any, match_id: str, rng: random.Random, latencies: list[float]) -> int:
+    """Both seats of one match, greedy, until it ends; returns the actions made."""
+    made = 0
+    while True:
+        update = (await stub.GetMatch(pb.GetMatchRequest(match_id=match_id, seat=0))).update
+        if update.status in (pb.MATCH_STATUS_FINISHED, pb.MATCH_STATUS_ABORTED):
+            return made
+        if not update.HasField("to_move"):
+            await asyncio.sleep(0.01)  # the next deal is being drawn
+            continue
+        seat = update.to_move
+        mine = (
+            update
+            if seat == 0
+            else (await stub.GetMatch(pb.GetMatchRequest(match_id=match_id, seat=seat))).update
+        )
+        action = greedy_action(mine, rng)
+        if action is None:
+            await asyncio.sleep(0.01)
+            continue
+        request = pb.SubmitActionRequest(
+            match_id=match_id,
+            seat=seat,
+            idempotency_key=f"a{mine.sequence}",
+            action=pb.Action(gin=gin_pb2.GinAction(action=action)),
+        )
+        started = time.perf_counter()
+        await stub.SubmitAction(request)
+        latencies.append(time.perf_counter() - started)
+        made += 1
+
+
+async def through_service() -> list[tuple[str, str]]:
+    """Whole best-of-five matches through rules-gin (and fairness for every deal), each its own process."""
+    async with (
+        bench_service("services.fairness") as (fairness, backend),
+        bench_service("services.rules_gin", {"FAIRNESS_ADDRESS": fairness.address}) as (rules, _),
+        grpc.aio.insecure_channel(fairness.address) as fairness_channel,
+        grpc.aio.insecure_channel(rules.address) as rules_channel,
+    ):
+        commit = fairness_pb2_grpc.FairnessServiceStub(fairness_channel).Commit
+        stub = rules_pb2_grpc.RulesServiceStub(rules_channel)
+        matches = []
+        for n in range(SERVICE_MATCHES):
+            match_id = f"gin.0.bench{n}{uuid.uuid4().hex[:8]}"
+            committed = await commit(fairness_pb2.CommitRequest(match_id=match_id, idempotency_key=match_id))
+            await stub.CreateMatch(
+                pb.CreateMatchRequest(
+                    match_id=match_id,
+                    seats=[
+                        pb.SeatAssignment(seat=0, player_id="a"),
+                        pb.SeatAssignment(seat=1, player_id="b"),
+                    ],
+                    options=pb.MatchOptions(gin=gin_pb2.GinOptions()),
+                    time_control=pb.TimeControl(base_ms=30 * 60_000),
+                    fairness_commitment=committed.commitment,
+                    idempotency_key=match_id,
+                    disconnect_forfeit_ms=3_600_000,
+                )
+            )
+            matches.append(match_id)
+        latencies: list[float] = []
+        started = time.perf_counter()
+        counts = await asyncio.gather(
+            *(_play_through(stub, m, random.Random(n), latencies) for n, m in enumerate(matches))
+        )
+        elapsed = time.perf_counter() - started
+        latencies.sort()
+        p50, p99 = (percentile(latencies, q) * 1000 for q in (0.5, 0.99))
+        what = f"through rules-gin ({backend}, {SERVICE_MATCHES} whole matches at once, deals from fairness)"
+        value = (
+            f"{sum(counts) / elapsed:,.0f} actions/s (plus a GetMatch per action); "
+            f"SubmitAction p50 {p50:.1f} ms, p99 {p99:.1f} ms"
+        )
+        return [(what, value)]
+
+
 async def run() -> None:
     for name, value in figures():
+        print(f"{name}: {value}")
+    for name, value in await through_service():
         print(f"{name}: {value}")
