@@ -574,3 +574,40 @@ async def test_a_fairness_proof_is_fetched_and_verified(stack: Stack) -> None:
         await stub.Finish(fairness_pb2.FinishRequest(match_id=match_id))
     report = await fairness_report(stack.fairness, match_id)
     assert report.startswith("OK: commitment matches; 1 draw in 1 stream reproduced exactly")
+
+
+async def test_play_and_watch_a_gin_match_from_the_command_line(
+    stack: Stack, cli_env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fam = family("gin")
+    ann, ben = player("ann"), player("ben")
+    async with session(stack, ann) as first, session(stack, ben) as second:
+        table = await first.create_table(
+            "gin", options=fam.options({}), time_control=fam.time_control(5), visibility=mm.VISIBILITY_PRIVATE
+        )
+        match_id = (await second.join_table(table.table_id)).match_id
+        update = (await second.get_match(match_id)).update
+        for _ in range(100):  # the deal comes from the fairness service: wait for it
+            if update.HasField("to_move"):
+                break
+            await asyncio.sleep(0.05)
+            update = (await second.get_match(match_id)).update
+        if update.to_move == 1:  # Ben is the non-dealer: he passes on the upcard, then it is Ann's turn
+            await second.submit(match_id, fam.parse("pass"))
+        ben_hand = set((await second.get_match(match_id)).update.view.gin.hand)
+        monkeypatch.setenv("SKILLCLASSICS_TOKEN", development_token(ann, ENV))
+        monkeypatch.setattr(sys, "stdin", io.StringIO("?\nresign\n"))
+        assert await main_async(["play", match_id, "--ascii"]) == 0
+    out = captured(capsys)[0]
+    assert "gin rummy, hand 1 (standard, knock at 10 or less); first to 3 hands" in out
+    assert "your hand: " in out
+    assert "10 cards" in out  # Ben's hand is a count on Ann's screen...
+    shown = {line for line in out.splitlines() if line.startswith("your hand: ")}
+    assert not any(card in line for line in shown for card in ben_hand)  # ...never his cards
+    assert "you resigned" in out
+
+    monkeypatch.setenv("SKILLCLASSICS_TOKEN", development_token(player("fan"), ENV))
+    assert await main_async(["watch", match_id, "--from-start", "--brief"]) == 0
+    watched = captured(capsys)[0]
+    assert f"match {match_id}" in watched
+    assert "your hand" not in watched  # a spectator sees no hand at all
