@@ -1,4 +1,6 @@
-"""Per-player token buckets: how many calls and stream opens a player may make.
+"""The gateway's limits: per-player token buckets, and the gateway-wide capacity (:class:`Admission`).
+
+Per-player token buckets say how many calls and stream opens a player may make.
 
 Each player has a bucket per kind that holds up to ``burst`` tokens and refills at ``rate`` per second;
 a call takes one token, and a call that finds the bucket empty is ``RESOURCE_EXHAUSTED``. Buckets are
@@ -8,9 +10,13 @@ forgotten from time to time, so memory follows the active players.
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from enum import IntEnum
+
+from prometheus_client import Counter, Gauge
 
 from libs.runtime.errors import ResourceExhausted
 
@@ -71,3 +77,81 @@ class TokenBuckets:
 
     def __len__(self) -> int:
         return len(self._buckets)
+
+
+class Priority(IntEnum):
+    """What a call is for, when the gateway has to choose."""
+
+    PLAY = 0
+    """A match in progress (actions, its state and record, its stream) or a call that sheds work
+    (leaving a table or the queue): admitted up to the full capacity."""
+    NEW_WORK = 1
+    """Everything that starts or looks for new work (tables, the queue, lobby reads): refused first."""
+
+
+NEW_WORK_SHARE = 0.75
+"""New work is admitted only while fewer than this share of the capacity is in use, so that at capacity
+the matches already being played keep a quarter of it to themselves."""
+
+SHED = Counter(
+    "skillclassics_gateway_shed_total",
+    "Calls and stream opens the gateway refused because it was at capacity, by priority.",
+    ["priority", "kind"],
+)
+IN_FLIGHT = Gauge(
+    "skillclassics_gateway_in_flight", "Unary calls and open streams being served now.", ["kind"]
+)
+
+
+class Admission:
+    """The gateway-wide capacity: unary calls in flight and streams open, with play before new work.
+
+    Past capacity a call is refused at once with ``RESOURCE_EXHAUSTED`` (never queued), so the gateway
+    stays responsive and its memory bounded however hard it is pushed; the latency of the calls it
+    admits stays that of a gateway at capacity, not of an ever longer queue.
+    """
+
+    def __init__(self, max_calls: int, max_streams: int) -> None:
+        if max_calls < 1 or max_streams < 1:
+            raise ValueError("capacities must be at least 1")
+        self.max_calls = max_calls
+        self.max_streams = max_streams
+        self.calls = 0
+        self.streams = 0
+
+    @contextlib.contextmanager
+    def call(self, priority: Priority) -> Iterator[None]:
+        self._admit("calls", self.calls, self.max_calls, priority)
+        self.calls += 1
+        IN_FLIGHT.labels("calls").inc()
+        try:
+            yield
+        finally:
+            self.calls -= 1
+            IN_FLIGHT.labels("calls").dec()
+
+    @contextlib.contextmanager
+    def stream(self, priority: Priority) -> Iterator[None]:
+        self._admit("streams", self.streams, self.max_streams, priority)
+        self.streams += 1
+        IN_FLIGHT.labels("streams").inc()
+        try:
+            yield
+        finally:
+            self.streams -= 1
+            IN_FLIGHT.labels("streams").dec()
+
+    @staticmethod
+    def _admit(kind: str, used: int, capacity: int, priority: Priority) -> None:
+        limit = capacity if priority is Priority.PLAY else max(1, int(capacity * NEW_WORK_SHARE))
+        if used < limit:
+            return
+        SHED.labels(priority.name.lower(), kind).inc()
+        if priority is Priority.PLAY:
+            reason = f"the gateway is at capacity ({capacity} {kind}); retry in 50 ms"
+        else:
+            reason = (
+                f"the gateway is near capacity ({used} of {capacity} {kind}): matches in progress come "
+                "first, new work is refused for now; retry in 200 ms"
+            )
+        raise ResourceExhausted(reason)

@@ -14,6 +14,8 @@ variable                        meaning                                         
 ``GATEWAY_STREAM_RATE``         stream opens per second per player                               5
 ``GATEWAY_STREAM_BURST``        stream opens a player may make at once                           10
 ``GATEWAY_BACKEND_TIMEOUT_MS``  the deadline of every unary call to matchmaking or a rules shard  5000
+``GATEWAY_MAX_CALLS``           unary calls in flight at once (past it: RESOURCE_EXHAUSTED)      512
+``GATEWAY_MAX_STREAMS``         streams open at once                                             20000
 ==============================  ===============================================================  =========
 
 In development an unset ``GATEWAY_TOKEN_KEY`` is generated once into ``DATA_DIR/gateway-token.key``;
@@ -34,8 +36,8 @@ from libs.match.routing import RulesChannels, all_shard_addresses
 from libs.runtime import Service, ServiceConfig
 from libs.runtime.config import env_int
 from libs.runtime.server import MAX_MESSAGE_BYTES
-from services.gateway.limits import TokenBuckets
-from services.gateway.servicer import Backends, GatewayServicer
+from services.gateway.limits import Admission, TokenBuckets
+from services.gateway.servicer import DEFAULT_MAX_CALLS, DEFAULT_MAX_STREAMS, Backends, GatewayServicer
 from services.gateway.tokens import token_key
 
 _CHANNEL_OPTIONS: list[tuple[str, object]] = [
@@ -61,6 +63,10 @@ class GatewayService(Service):
         self._stream_rate = env_int(environ, "GATEWAY_STREAM_RATE", 5, minimum=1)
         self._stream_burst = env_int(environ, "GATEWAY_STREAM_BURST", 10, minimum=1)
         self._timeout_s = env_int(environ, "GATEWAY_BACKEND_TIMEOUT_MS", 5000, minimum=1) / 1000
+        self._admission = Admission(
+            env_int(environ, "GATEWAY_MAX_CALLS", DEFAULT_MAX_CALLS, minimum=1),
+            env_int(environ, "GATEWAY_MAX_STREAMS", DEFAULT_MAX_STREAMS, minimum=1),
+        )
         self._channels = RulesChannels(_CHANNEL_OPTIONS)
         self._matchmaking: grpc.aio.Channel | None = None
         self._fairness: grpc.aio.Channel | None = None
@@ -84,6 +90,7 @@ class GatewayService(Service):
             Backends(lobby, self._shards, self._channels, self._timeout_s, proofs),
             TokenBuckets("calls", self._call_rate, self._call_burst),
             TokenBuckets("stream opens", self._stream_rate, self._stream_burst),
+            admission=self._admission,
         )
         gateway_pb2_grpc.add_GatewayServiceServicer_to_server(self.servicer, server)
 

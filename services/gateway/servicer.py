@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, NoReturn, TypeVar
@@ -26,7 +27,7 @@ from libs.match.ids import MatchId, MatchIdError
 from libs.match.routing import RulesChannels, address_variable
 from libs.runtime.errors import InvalidArgument, NotFound, PermissionDenied, Unauthenticated, Unavailable
 from libs.runtime.interceptor import REQUEST_ID_METADATA
-from services.gateway.limits import TokenBuckets
+from services.gateway.limits import Admission, Priority, TokenBuckets
 from services.gateway.presence import PresenceTracker
 from services.gateway.tokens import Claims, TokenError, verify_token
 
@@ -98,6 +99,44 @@ async def _refuse(backend: str, error: grpc.aio.AioRpcError, context: grpc.aio.S
     raise AssertionError("context.abort returned")  # pragma: no cover
 
 
+DEFAULT_MAX_CALLS = 512
+"""Unary calls in flight one gateway process serves at once (``GATEWAY_MAX_CALLS``)."""
+DEFAULT_MAX_STREAMS = 20_000
+"""Streams one gateway process keeps open at once (``GATEWAY_MAX_STREAMS``)."""
+
+_Unary = TypeVar("_Unary", bound=Callable[..., Awaitable[Any]])
+_Streaming = TypeVar("_Streaming", bound=Callable[..., AsyncIterator[Any]])
+
+
+def _admitted(priority: Priority) -> Callable[[_Unary], _Unary]:
+    """A unary handler served only within the gateway's capacity (``RESOURCE_EXHAUSTED`` past it)."""
+
+    def wrap(method: _Unary) -> _Unary:
+        @functools.wraps(method)
+        async def handler(self: GatewayServicer, request: Any, context: grpc.aio.ServicerContext) -> Any:
+            with self.admission.call(priority):
+                return await method(self, request, context)
+
+        return handler  # type: ignore[return-value]
+
+    return wrap
+
+
+def _admitted_stream(priority: Priority) -> Callable[[_Streaming], _Streaming]:
+    """A streaming handler open only within the gateway's stream capacity."""
+
+    def wrap(method: _Streaming) -> _Streaming:
+        @functools.wraps(method)
+        async def handler(self: GatewayServicer, request: Any, context: grpc.aio.ServicerContext) -> Any:
+            with self.admission.stream(priority):
+                async for item in method(self, request, context):
+                    yield item
+
+        return handler  # type: ignore[return-value]
+
+    return wrap
+
+
 class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
     """Implements ``skillclassics.gateway.v1.GatewayService``."""
 
@@ -108,7 +147,11 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         calls: TokenBuckets,
         streams: TokenBuckets,
         clock: Callable[[], float] = time.time,
+        admission: Admission | None = None,
     ) -> None:
+        self.admission = (
+            admission if admission is not None else Admission(DEFAULT_MAX_CALLS, DEFAULT_MAX_STREAMS)
+        )
         self._key = key
         self._backends = backends
         self._calls = calls
@@ -181,10 +224,12 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
 
     # -- lobby ---------------------------------------------------------------------------------------------
 
+    @_admitted(Priority.NEW_WORK)
     async def WhoAmI(self, request: pb.WhoAmIRequest, context: grpc.aio.ServicerContext) -> pb.WhoAmIResponse:
         claims = self._claims(context)
         return pb.WhoAmIResponse(player_id=claims.player_id, expires_at=claims.expires_at)
 
+    @_admitted(Priority.NEW_WORK)
     async def CreateTable(
         self, request: pb.CreateTableRequest, context: grpc.aio.ServicerContext
     ) -> pb.CreateTableResponse:
@@ -201,6 +246,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         reply = await self._lobby("CreateTable", forwarded, context)
         return pb.CreateTableResponse(table=reply.table)
 
+    @_admitted(Priority.NEW_WORK)
     async def ListTables(
         self, request: pb.ListTablesRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListTablesResponse:
@@ -215,6 +261,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         reply = await self._lobby("ListTables", forwarded, context)
         return pb.ListTablesResponse(tables=reply.tables)
 
+    @_admitted(Priority.NEW_WORK)
     async def JoinTable(
         self, request: pb.JoinTableRequest, context: grpc.aio.ServicerContext
     ) -> pb.JoinTableResponse:
@@ -222,6 +269,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         reply = await self._lobby("JoinTable", forwarded, context)
         return pb.JoinTableResponse(table=reply.table)
 
+    @_admitted(Priority.PLAY)
     async def LeaveTable(
         self, request: pb.LeaveTableRequest, context: grpc.aio.ServicerContext
     ) -> pb.LeaveTableResponse:
@@ -229,6 +277,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         reply = await self._lobby("LeaveTable", forwarded, context)
         return pb.LeaveTableResponse(table=reply.table)
 
+    @_admitted(Priority.NEW_WORK)
     async def EnterQueue(
         self, request: pb.EnterQueueRequest, context: grpc.aio.ServicerContext
     ) -> pb.EnterQueueResponse:
@@ -243,6 +292,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         reply = await self._lobby("EnterQueue", forwarded, context)
         return pb.EnterQueueResponse(pool=reply.pool, rating=reply.rating, entered_at_ms=reply.entered_at_ms)
 
+    @_admitted(Priority.PLAY)
     async def LeaveQueue(
         self, request: pb.LeaveQueueRequest, context: grpc.aio.ServicerContext
     ) -> pb.LeaveQueueResponse:
@@ -250,6 +300,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         reply = await self._lobby("LeaveQueue", forwarded, context)
         return pb.LeaveQueueResponse(left=reply.left)
 
+    @_admitted_stream(Priority.NEW_WORK)
     async def WatchLobby(
         self, request: pb.WatchLobbyRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[pb.WatchLobbyResponse]:
@@ -265,6 +316,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
                 getattr(reply, which).CopyFrom(getattr(event, which))
             yield reply
 
+    @_admitted(Priority.NEW_WORK)
     async def GetRatings(
         self, request: pb.GetRatingsRequest, context: grpc.aio.ServicerContext
     ) -> pb.GetRatingsResponse:
@@ -272,6 +324,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         reply = await self._lobby("GetRatings", forwarded, context)
         return pb.GetRatingsResponse(ratings=reply.ratings, history=reply.history)
 
+    @_admitted(Priority.NEW_WORK)
     async def GetMatchHistory(
         self, request: pb.GetMatchHistoryRequest, context: grpc.aio.ServicerContext
     ) -> pb.GetMatchHistoryResponse:
@@ -281,6 +334,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
 
     # -- play ----------------------------------------------------------------------------------------------
 
+    @_admitted(Priority.PLAY)
     async def SubmitAction(
         self, request: pb.SubmitActionRequest, context: grpc.aio.ServicerContext
     ) -> pb.SubmitActionResponse:
@@ -298,6 +352,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         reply = await self._unary(backend, stub.SubmitAction, forwarded, context)
         return pb.SubmitActionResponse(sequence=reply.sequence, update=reply.update, seat=seat)
 
+    @_admitted(Priority.PLAY)
     async def GetMatch(
         self, request: pb.GetMatchRequest, context: grpc.aio.ServicerContext
     ) -> pb.GetMatchResponse:
@@ -321,6 +376,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
             answer.seat = seat
         return answer
 
+    @_admitted(Priority.NEW_WORK)
     async def GetRecord(
         self, request: pb.GetRecordRequest, context: grpc.aio.ServicerContext
     ) -> pb.GetRecordResponse:
@@ -336,6 +392,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
             record_format=reply.record_format,
         )
 
+    @_admitted(Priority.NEW_WORK)
     async def GetFairnessProof(
         self, request: pb.GetFairnessProofRequest, context: grpc.aio.ServicerContext
     ) -> pb.GetFairnessProofResponse:
@@ -351,6 +408,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
             match_id=reply.match_id, commitment=reply.commitment, proof_json=reply.proof_json
         )
 
+    @_admitted_stream(Priority.PLAY)
     async def WatchMatch(
         self, request: pb.WatchMatchRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[pb.WatchMatchResponse]:
