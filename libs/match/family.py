@@ -28,6 +28,8 @@ class Family(Protocol):
     """The notation of finished games (``pgn`` for chess, ``sgf`` for go)."""
     uses_chance: bool
     """Whether the engine draws from a fairness stream (then matches need a commitment)."""
+    hides_information: bool
+    """Whether seats see different views (gin's hands); ``False`` (chess) lets one view serve all."""
 
     @property
     def engine(self) -> Engine[Any, Any, Any]:

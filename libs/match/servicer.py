@@ -180,10 +180,11 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
     def _view(self, record: MatchRecord, viewer: int | None) -> rules_pb2.View:
         """The engine's view for ``viewer`` after ``record``'s event, computed once and shared by the
         response and every watcher of that viewer (views are the costliest part of an update)."""
-        key = (record.match_id, record.sequence, viewer)
+        # A family whose views hide nothing (chess) computes one view per event for everybody.
+        key = (record.match_id, record.sequence, viewer if self._family.hides_information else None)
         view = self._views.get(key)
         if view is None:
-            view = self._family.view_to_proto(self._family.engine.view(record.game, viewer))
+            view = self._family.view_to_proto(self._family.engine.view(record.game, key[2]))
             self._views[key] = view
             if len(self._views) > VIEW_CACHE_SIZE:
                 self._views.popitem(last=False)

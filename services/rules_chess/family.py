@@ -42,6 +42,7 @@ class ChessFamily:
 
     name = "chess"
     record_format = "pgn"
+    hides_information = False
     uses_chance = False
 
     def __init__(self, engine: ChessEngine = CHESS) -> None:

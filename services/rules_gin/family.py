@@ -88,6 +88,7 @@ class GinFamily:
 
     name = "gin"
     record_format = "txt"
+    hides_information = True
     uses_chance = True
 
     def __init__(self, engine: GinEngine = GIN) -> None:

@@ -92,6 +92,7 @@ class RaceFamily:
     name = "race"
     record_format = "txt"
     uses_chance = True
+    hides_information = False
     engine = RaceEngine()
 
     def options_from_proto(self, options: rules_pb2.MatchOptions) -> None:
