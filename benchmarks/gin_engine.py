@@ -20,7 +20,7 @@ from skillclassics.gin.v1 import gin_pb2
 from skillclassics.rules.v1 import rules_pb2 as pb
 from skillclassics.rules.v1 import rules_pb2_grpc
 
-from benchmarks.support import bench_service, percentile
+from benchmarks.support import bench_service, percentile, rss_mib
 from clients.families.gin import greedy_action
 from libs.engines.base import ActionContext
 from libs.engines.gin import CARD_TEXT, GIN, GinOptions, GinState, best_arrangement, discard_deadwood, mask_of
@@ -186,6 +186,48 @@ async def _play_through(stub: Any, match_id: str, rng: random.Random, latencies:
         made += 1
 
 
+async def _new_match(stub: Any, commit: Any, label: str) -> str:
+    match_id = f"gin.0.{label}{uuid.uuid4().hex[:8]}"
+    committed = await commit(fairness_pb2.CommitRequest(match_id=match_id, idempotency_key=match_id))
+    await stub.CreateMatch(
+        pb.CreateMatchRequest(
+            match_id=match_id,
+            seats=[pb.SeatAssignment(seat=0, player_id="a"), pb.SeatAssignment(seat=1, player_id="b")],
+            options=pb.MatchOptions(gin=gin_pb2.GinOptions()),
+            time_control=pb.TimeControl(base_ms=30 * 60_000),
+            fairness_commitment=committed.commitment,
+            idempotency_key=match_id,
+            disconnect_forfeit_ms=3_600_000,
+        )
+    )
+    return match_id
+
+
+async def _first_actions(stub: Any, match_id: str, actions: int) -> None:
+    """A few greedy actions, so that the match holds a dealt hand and some history."""
+    rng = random.Random(match_id)
+    for _ in range(actions):
+        update = (await stub.GetMatch(pb.GetMatchRequest(match_id=match_id, seat=0))).update
+        if not update.HasField("to_move"):
+            await asyncio.sleep(0.01)
+            continue
+        seat = update.to_move
+        mine = (await stub.GetMatch(pb.GetMatchRequest(match_id=match_id, seat=seat))).update
+        action = greedy_action(mine, rng) or "stock"
+        await stub.SubmitAction(
+            pb.SubmitActionRequest(
+                match_id=match_id,
+                seat=seat,
+                idempotency_key=f"a{mine.sequence}",
+                action=pb.Action(gin=gin_pb2.GinAction(action=action)),
+            )
+        )
+
+
+MEMORY_MATCHES = 1_000
+"""Live gin matches held for the memory figure."""
+
+
 async def through_service() -> list[tuple[str, str]]:
     """Whole best-of-five matches through rules-gin (and fairness for every deal), each its own process."""
     async with (
@@ -196,25 +238,7 @@ async def through_service() -> list[tuple[str, str]]:
     ):
         commit = fairness_pb2_grpc.FairnessServiceStub(fairness_channel).Commit
         stub = rules_pb2_grpc.RulesServiceStub(rules_channel)
-        matches = []
-        for n in range(SERVICE_MATCHES):
-            match_id = f"gin.0.bench{n}{uuid.uuid4().hex[:8]}"
-            committed = await commit(fairness_pb2.CommitRequest(match_id=match_id, idempotency_key=match_id))
-            await stub.CreateMatch(
-                pb.CreateMatchRequest(
-                    match_id=match_id,
-                    seats=[
-                        pb.SeatAssignment(seat=0, player_id="a"),
-                        pb.SeatAssignment(seat=1, player_id="b"),
-                    ],
-                    options=pb.MatchOptions(gin=gin_pb2.GinOptions()),
-                    time_control=pb.TimeControl(base_ms=30 * 60_000),
-                    fairness_commitment=committed.commitment,
-                    idempotency_key=match_id,
-                    disconnect_forfeit_ms=3_600_000,
-                )
-            )
-            matches.append(match_id)
+        matches = [await _new_match(stub, commit, f"bench{n}") for n in range(SERVICE_MATCHES)]
         latencies: list[float] = []
         started = time.perf_counter()
         counts = await asyncio.gather(
@@ -228,7 +252,19 @@ async def through_service() -> list[tuple[str, str]]:
             f"{sum(counts) / elapsed:,.0f} actions/s (plus a GetMatch per action); "
             f"SubmitAction p50 {p50:.1f} ms, p99 {p99:.1f} ms"
         )
-        return [(what, value)]
+        before = rss_mib(rules.pid)
+        extra: list[str] = []
+        for batch in range(0, MEMORY_MATCHES, 50):
+            made = await asyncio.gather(*(_new_match(stub, commit, f"mem{batch}x{n}") for n in range(50)))
+            await asyncio.gather(*(_first_actions(stub, m, 6) for m in made))
+            extra += made
+        after = rss_mib(rules.pid)
+        per_match = (after - before) * 1024 / len(extra)
+        memory = (
+            f"{after:.1f} MiB with {len(extra):,} live matches more (about {per_match:.0f} KiB per live "
+            f"match after 6 actions; {int(1024 * 1024 / max(per_match, 0.001)):,} such matches per GiB)"
+        )
+        return [(what, value), ("rules-gin memory", memory)]
 
 
 async def run() -> None:
