@@ -12,7 +12,6 @@ leaves the least deadwood.
 
 from __future__ import annotations
 
-import functools
 import random
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -22,6 +21,7 @@ from skillclassics.gin.v1 import gin_pb2
 from skillclassics.rules.v1 import rules_pb2
 
 from clients.families import FamilyClient, InputError, Strategy
+from libs.engines.gin import best_arrangement
 
 __all__ = [
     "FAMILY",
@@ -134,68 +134,11 @@ class Arrangement:
     points: int
 
 
-def _candidate_melds(cards: Sequence[str]) -> list[int]:
-    """Every set (3 or 4 of a rank) and run (3+ consecutive in a suit, ace low) as a bit mask."""
-    index = {card: i for i, card in enumerate(cards)}
-    melds: list[int] = []
-    by_rank: dict[str, list[str]] = {}
-    by_suit: dict[str, list[str]] = {}
-    for card in cards:
-        by_rank.setdefault(card[0], []).append(card)
-        by_suit.setdefault(card[1], []).append(card)
-    for group in by_rank.values():
-        if len(group) >= 3:
-            masks = [sum(1 << index[c] for c in group)]
-            if len(group) == 4:
-                masks += [masks[0] & ~(1 << index[c]) for c in group]
-            melds += masks
-    for group in by_suit.values():
-        ordered = sorted(group, key=_rank)
-        for start in range(len(ordered)):
-            mask = 1 << index[ordered[start]]
-            length = 1
-            for end in range(start + 1, len(ordered)):
-                if _rank(ordered[end]) != _rank(ordered[end - 1]) + 1:
-                    break
-                mask |= 1 << index[ordered[end]]
-                length += 1
-                if length >= 3:
-                    melds.append(mask)
-    return melds
-
-
 def arrange(cards: Iterable[str]) -> Arrangement:
-    """The arrangement of ``cards`` into melds that leaves the least deadwood."""
-    hand = sorted(set(cards), key=lambda c: (SUITS.index(c[1]), _rank(c)))
-    melds = _candidate_melds(hand)
-    values = [card_points(card) for card in hand]
-
-    @functools.cache
-    def best(remaining: int) -> tuple[int, tuple[int, ...]]:
-        if not remaining:
-            return 0, ()
-        first = (remaining & -remaining).bit_length() - 1
-        rest_points, rest_melds = best(remaining & ~(1 << first))
-        answer = (values[first] + rest_points, rest_melds)
-        for meld in melds:
-            if meld >> first & 1 and meld & remaining == meld:
-                points, chosen = best(remaining & ~meld)
-                if points < answer[0]:
-                    answer = (points, (meld, *chosen))
-        return answer
-
-    points, chosen = best((1 << len(hand)) - 1)
-    melded = 0
-    for meld in chosen:
-        melded |= meld
-    return Arrangement(
-        melds=tuple(
-            tuple(sorted((hand[i] for i in range(len(hand)) if meld >> i & 1), key=lambda c: (_rank(c), c)))
-            for meld in chosen
-        ),
-        deadwood=tuple(hand[i] for i in range(len(hand)) if not melded >> i & 1),
-        points=points,
-    )
+    """The arrangement of ``cards`` into melds that leaves the least deadwood (the engine's optimiser,
+    ``libs.engines.gin``: the same answer the server shows)."""
+    best = best_arrangement(sorted(set(cards)))
+    return Arrangement(melds=best.melds, deadwood=best.deadwood, points=best.deadwood_points)
 
 
 def _without(cards: Sequence[str], card: str) -> list[str]:
