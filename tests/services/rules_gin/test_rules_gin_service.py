@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import random
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from skillclassics.gin.v1 import gin_pb2
 from skillclassics.rules.v1 import rules_pb2 as pb
 from skillclassics.rules.v1 import rules_pb2_grpc
 
+from clients.families.gin import greedy_action
 from libs.fairness import Proof, verify
 from libs.runtime import RunningServer
 from services.fairness.service import FairnessService
@@ -81,22 +83,11 @@ def act(match_id: str, seat: int, text: str) -> pb.SubmitActionRequest:
 
 
 def greedy(update: pb.MatchUpdate) -> str:
-    """Go gin or knock whenever allowed; take the upcard never; otherwise draw from the stock and throw
-    the highest deadwood card (a quick, deterministic player that ends hands)."""
-    legal = list(update.legal_actions)
-    for prefix in ("biggin", "gin ", "knock "):
-        found = [a for a in legal if a.startswith(prefix)]
-        if found:
-            return found[0]
-    if "pass" in legal:
-        return "pass"
-    if "stock" in legal:
-        return "stock"
-    view = update.view.gin
-    values = {r: i + 1 for i, r in enumerate(RANKS)} | {"T": 10, "J": 10, "Q": 10, "K": 10}
-    discards = [a for a in legal if a.startswith("discard ")]
-    dead = set(view.deadwood)
-    return max(discards, key=lambda a: (a[8:] in dead, values[a[8]], a))
+    """The command line's greedy bot (deterministic here): gin or knock whenever allowed, else draw
+    and throw the card that leaves the least deadwood; a quick player that ends hands."""
+    action = greedy_action(update, random.Random(update.sequence))
+    assert action is not None, "the player to move always has a legal action"
+    return action
 
 
 async def test_a_gin_match_needs_a_fairness_commitment(stack: Stack) -> None:
