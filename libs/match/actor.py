@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from libs.engines.base import IllegalActionError, MalformedActionError
 from libs.match.chance import ChanceSource, ChanceUnavailable, NoChance
@@ -30,6 +30,7 @@ WATCHER_QUEUE_LIMIT = 1_000
 CHANCE_RETRY_SECONDS = 1.0
 """How soon a draw the fairness service could not give is asked for again."""
 _log = get_logger(__name__)
+_T = TypeVar("_T")
 
 
 def replay(family: Family, events: Iterable[MatchEvent]) -> Iterable[MatchRecord]:
@@ -97,6 +98,7 @@ class MatchActor:
         self._sent_at: int | None = None
         """The wake-up instant the deadlines were last given."""
         self._deadline_task: asyncio.Task[None] | None = None
+        self._running: set[asyncio.Future[Any]] = set()
 
     @property
     def match_id(self) -> str:
@@ -113,57 +115,81 @@ class MatchActor:
         if not 0 <= seat < len(self.record.setup.players):
             raise InvalidArgument(f"seat must be 0-{len(self.record.setup.players) - 1}, got {seat}")
         fingerprint = {"seat": seat, "kind": kind.value, **payload}
-        async with self._lock:
-            earlier = self._keys.get(key)
-            if earlier is not None:
-                asked = {k: v for k, v in earlier.payload.items() if k != "description"}
-                original = {"seat": earlier.seat, "kind": earlier.kind.value, **asked}
-                if json.dumps(original, sort_keys=True) != json.dumps(fingerprint, sort_keys=True):
-                    raise AlreadyExists(f"idempotency key {key!r} was used for a different action")
-                return self.record_at(earlier.sequence)
-            now = self.now_ms()
+        return await self._exclusive(lambda: self._submit(seat, key, kind, payload, fingerprint))
+
+    async def _submit(
+        self, seat: int, key: str, kind: EventKind, payload: dict[str, Any], fingerprint: dict[str, Any]
+    ) -> MatchRecord:
+        earlier = self._keys.get(key)
+        if earlier is not None:
+            asked = {k: v for k, v in earlier.payload.items() if k != "description"}
+            original = {"seat": earlier.seat, "kind": earlier.kind.value, **asked}
+            if json.dumps(original, sort_keys=True) != json.dumps(fingerprint, sort_keys=True):
+                raise AlreadyExists(f"idempotency key {key!r} was used for a different action")
+            return self.record_at(earlier.sequence)
+        now = self.now_ms()
+        self._refuse_if_over()
+        overdue = self.record.overdue(self.family, now)
+        if overdue is not None:
+            await self._end(*overdue, now)
             self._refuse_if_over()
-            overdue = self.record.overdue(self.family, now)
-            if overdue is not None:
-                await self._end(*overdue, now)
-                self._refuse_if_over()
-            event = MatchEvent(self.record.sequence + 1, kind, now, payload, seat, key)
-            try:
-                updated = step(self.family, self.record, event)
-            except MalformedActionError as error:
-                raise InvalidArgument(str(error)) from None
-            except IllegalActionError as error:
-                raise FailedPrecondition(str(error)) from None
-            if kind is EventKind.ACTION:
-                # The action in the family's notation (SAN in chess), kept in the log for the record.
-                action = self.family.action_from_json(payload["action"])
-                described = {**payload, "description": self.family.describe(self.record.game, action)}
-                updated = replace(updated, last_event=replace(event, payload=described))
-            await self._commit(updated)
-            return updated
+        event = MatchEvent(self.record.sequence + 1, kind, now, payload, seat, key)
+        try:
+            updated = step(self.family, self.record, event)
+        except MalformedActionError as error:
+            raise InvalidArgument(str(error)) from None
+        except IllegalActionError as error:
+            raise FailedPrecondition(str(error)) from None
+        if kind is EventKind.ACTION:
+            # The action in the family's notation (SAN in chess), kept in the log for the record.
+            action = self.family.action_from_json(payload["action"])
+            described = {**payload, "description": self.family.describe(self.record.game, action)}
+            updated = replace(updated, last_event=replace(event, payload=described))
+        await self._commit(updated)
+        return updated
 
     async def set_presence(self, seat: int, connected: bool) -> int:
         """Record that ``seat``'s connection opened or closed; returns the sequence after it."""
         if not 0 <= seat < len(self.record.setup.players):
             raise InvalidArgument(f"seat must be 0-{len(self.record.setup.players) - 1}, got {seat}")
-        async with self._lock:
-            if self.record.is_over or (self.record.disconnected_since[seat] is None) == connected:
-                return self.record.sequence
-            now = self.now_ms()
-            if await self._end_if_overdue(now):
-                return self.record.sequence
-            event = MatchEvent(
-                self.record.sequence + 1, EventKind.PRESENCE, now, {"connected": connected}, seat
-            )
-            await self._commit(step(self.family, self.record, event))
+        return await self._exclusive(lambda: self._set_presence(seat, connected))
+
+    async def _set_presence(self, seat: int, connected: bool) -> int:
+        if self.record.is_over or (self.record.disconnected_since[seat] is None) == connected:
             return self.record.sequence
+        now = self.now_ms()
+        if await self._end_if_overdue(now):
+            return self.record.sequence
+        event = MatchEvent(self.record.sequence + 1, EventKind.PRESENCE, now, {"connected": connected}, seat)
+        await self._commit(step(self.family, self.record, event))
+        return self.record.sequence
 
     async def wake(self) -> None:
         """A deadline may have passed: end the match if something fell due, then re-arm."""
-        async with self._lock:
-            self._armed_at = self._sent_at = None  # the wake-up that fired was the one armed
-            if not await self._end_if_overdue(self.now_ms()):
-                await self._sync_deadline()
+        await self._exclusive(self._wake)
+
+    async def _wake(self) -> None:
+        self._armed_at = self._sent_at = None  # the wake-up that fired was the one armed
+        if not await self._end_if_overdue(self.now_ms()):
+            await self._sync_deadline()
+
+    async def _exclusive(self, work: Callable[[], Awaitable[_T]]) -> _T:
+        """Run ``work`` under the match's lock, to its end even if the caller goes away.
+
+        A write that was cancelled half-way (a client that hung up while its action was being
+        committed) could leave the log ahead of the record in memory: the next event would reuse a
+        sequence number. So the work runs as its own task; a cancelled caller stops waiting for it,
+        and the match still takes the committed event in.
+        """
+
+        async def locked() -> _T:
+            async with self._lock:
+                return await work()
+
+        task = asyncio.ensure_future(locked())
+        self._running.add(task)
+        task.add_done_callback(self._running.discard)
+        return await asyncio.shield(task)
 
     async def _end_if_overdue(self, now: int) -> bool:
         overdue = self.record.overdue(self.family, now)
@@ -236,8 +262,7 @@ class MatchActor:
         self._chance_task = asyncio.ensure_future(self._settle_chance_locked())
 
     async def _settle_chance_locked(self) -> None:
-        async with self._lock:
-            await self._settle_chance()
+        await self._exclusive(self._settle_chance)
 
     async def _sync_deadline(self) -> None:
         """Make sure a wake-up is armed no later than the earliest due instant.
@@ -272,10 +297,12 @@ class MatchActor:
 
     async def start(self) -> None:
         """After creation or recovery: end what fell due while nobody looked, and arm the next wake-up."""
-        async with self._lock:
-            if not await self._end_if_overdue(self.now_ms()):
-                await self._sync_deadline()
-            await self._settle_chance()
+        await self._exclusive(self._start)
+
+    async def _start(self) -> None:
+        if not await self._end_if_overdue(self.now_ms()):
+            await self._sync_deadline()
+        await self._settle_chance()
 
     # -- reading -----------------------------------------------------------------------------------------
 

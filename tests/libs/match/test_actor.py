@@ -189,3 +189,36 @@ async def test_a_sooner_deadline_than_the_armed_one_is_armed_at_once(migrated_ur
     assert e4_at + 10_000 <= flag_at
     await store.close()
     await db.dispose()
+
+
+async def test_a_caller_who_goes_away_mid_commit_leaves_the_match_consistent(migrated_url: str) -> None:
+    """The write is done but the caller was cancelled before the match took it in: the match must still
+    take it in, or the next event would reuse its sequence number (a client hanging up mid-call)."""
+    db = Database(migrated_url)
+    store = MatchStore(db, "chess", "0")
+    written = asyncio.Event()
+    real_append = store.append
+
+    async def append_then_linger(*args: object) -> None:
+        await real_append(*args)  # type: ignore[arg-type]
+        written.set()
+        await asyncio.sleep(0.2)  # the caller is cancelled here, after the commit
+
+    store.append = append_then_linger  # type: ignore[method-assign,assignment]
+    time = ServiceTime()
+    event = _created("chess.0.hangup", time.now_ms(), base_ms=60_000)
+    await store.create(event)
+    actor = MatchActor(FAMILY, [event], store, NoWakeUps(), time)  # type: ignore[arg-type]
+    await actor.start()
+    call = asyncio.ensure_future(actor.submit(0, "k0", EventKind.ACTION, _move("e4")))
+    await written.wait()
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    reply = await actor.submit(1, "k1", EventKind.ACTION, _move("e5"))
+    assert reply.sequence == 3
+    retried = await actor.submit(0, "k0", EventKind.ACTION, _move("e4"))  # the hung-up client retries
+    assert retried.sequence == 2
+    log = await MatchStore(db, "chess", "0").load_log("chess.0.hangup")
+    assert [e.sequence for e in log] == [1, 2, 3]
+    await db.dispose()
