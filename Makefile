@@ -7,7 +7,7 @@ PY := $(BIN)/python
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help setup protos check-protos migrate run demo test test-postgres lint format bench clean
+.PHONY: help setup protos check-protos migrate run demo load test test-postgres lint format bench clean
 
 help: ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -36,6 +36,11 @@ run: $(STAMP) ## start the whole stack on localhost with SQLite (Ctrl-C stops it
 # (chess,gin), DEMO_MAX_PLIES (300), DEMO_MINUTES, DATA_DIR (where the stack keeps its token key).
 demo: $(STAMP) ## two bots (random vs greedy) play each family through the running stack's gateway
 	$(PY) -m clients.demo
+
+# Needs `make run` in another terminal, started with raised per-player limits for load:
+# GATEWAY_CALL_RATE=100000 GATEWAY_CALL_BURST=100000 make run. LOAD_ARGS passes options (docs/load-testing.md).
+load: $(STAMP) ## drive the running stack like real players and print the figures (LOAD_ARGS="--families chess=20,gin=10")
+	$(BIN)/skillclassics load $(LOAD_ARGS)
 
 test: $(STAMP) ## run the whole test suite (PostgreSQL tests skip, saying so, when no server is reachable)
 	$(PY) -m pytest $(PYTEST_ARGS)

@@ -56,6 +56,7 @@ from clients.families import (
     result_line,
     seat_names,
 )
+from clients.load.cli import register as _register_load
 from clients.player import (
     DEFAULT_GATEWAY,
     DevKeyMissing,
@@ -962,6 +963,7 @@ COMMANDS: Final[tuple[Callable[[SubParsers], None], ...]] = (
     _register_watch,
     _register_record,
     _register_bot,
+    _register_load,
     _register_verify,
 )
 """Every command's registration function, in the order ``--help`` lists them."""

@@ -1,0 +1,368 @@
+"""``skillclassics load`` (also ``python -m clients.load``): drive a running stack through its gateway
+with pairs of players, print progress each second and a table at the end, and write JSON and a PNG.
+
+See ``docs/load-testing.md``. :func:`register` adds the command to the ``skillclassics`` parser (the
+``_register_*`` convention of :mod:`clients.cli.main`); :func:`main` is the stand-alone entry point.
+
+Exit status: 0 the run completed, 1 it could not start or stopped on an error (or ``--fail-on-errors``
+and something was refused), 2 usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Final, TypeAlias
+
+from clients.families import InputError
+from clients.load.harness import (
+    LoadConfig,
+    LoadError,
+    LoadRun,
+    TokenMinter,
+    new_run_id,
+    parse_families,
+)
+from clients.load.procstat import discover_services, parse_services
+from clients.load.report import build_report, render_table, write_json, write_png
+from clients.player import DEFAULT_GATEWAY, DevKeyMissing
+
+SubParsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+"""What ``register`` adds its sub-parser to (as in :mod:`clients.cli.main`)."""
+
+__all__ = ["add_arguments", "config_from_args", "main", "register", "run_command"]
+
+PROG: Final = "skillclassics load"
+EXIT_OK: Final = 0
+EXIT_FAILED: Final = 1
+EXIT_USAGE: Final = 2
+GATEWAY_VARIABLE: Final = "GATEWAY_ADDRESS"
+
+
+class UsageError(Exception):
+    """Options that do not make a run."""
+
+
+def _per_family(text: str | None, what: str, convert: type[float] | type[str]) -> dict[str, object]:
+    """``chess=3,gin=5`` → by family; a bare value applies to every family (key ``*``)."""
+    found: dict[str, object] = {}
+    if not text:
+        return found
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        name, sep, value = part.partition("=")
+        if not sep:
+            name, value = "*", part
+        try:
+            found[name.strip()] = convert(value.strip())
+        except ValueError:
+            raise UsageError(f"--{what}: {part!r} is not FAMILY=VALUE") from None
+    return found
+
+
+def _options(items: Sequence[str] | None) -> dict[str, dict[str, str]]:
+    """``--option gin.variant=oklahoma`` (repeatable) → by family."""
+    found: dict[str, dict[str, str]] = {}
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        name, dot, setting = key.partition(".")
+        if not sep or not dot or not name or not setting:
+            raise UsageError(f"--option {item!r}: give FAMILY.NAME=VALUE, e.g. gin.variant=oklahoma")
+        found.setdefault(name.strip(), {})[setting.strip()] = value.strip()
+    return found
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Every option of the command (shared by ``skillclassics load`` and ``python -m clients.load``)."""
+    what = parser.add_argument_group("what to play")
+    what.add_argument(
+        "--families",
+        default="chess=2,gin=2",
+        metavar="NAME=N,...",
+        help="matches at once per family, mixable (open loop: shares of the arrivals); default chess=2,gin=2",
+    )
+    what.add_argument(
+        "--minutes",
+        metavar="[FAMILY=]M,...",
+        help="main time per player (a lobby clock; default: chess 3, gin 5)",
+    )
+    what.add_argument(
+        "--increment", metavar="[FAMILY=]S,...", help="seconds added per move (gin: 0, 5 or 10; default 0)"
+    )
+    what.add_argument(
+        "--option",
+        action="append",
+        metavar="FAMILY.NAME=VALUE",
+        help="a family option (repeatable): gin.variant=standard|straight|oklahoma, chess.ruleset=fide",
+    )
+    what.add_argument(
+        "--strategy",
+        metavar="[FAMILY=]NAME,...",
+        help="the players' bot strategy: random (default) or greedy",
+    )
+    what.add_argument(
+        "--max-plies",
+        type=int,
+        default=200,
+        metavar="N",
+        help="the player to move resigns once the match is N moves long (0: no cap; default 200)",
+    )
+    what.add_argument(
+        "--pairing",
+        choices=("table", "queue"),
+        default="table",
+        help="table: one creates a table, the other lists and joins it (default); queue: both queue",
+    )
+    how = parser.add_argument_group("how hard")
+    how.add_argument(
+        "--mode",
+        choices=("closed", "open"),
+        default="closed",
+        help="closed: keep N matches going, a new one when one ends (default); open: --rate new matches/s",
+    )
+    how.add_argument(
+        "--rate", type=float, default=0.0, metavar="PER_S", help="open loop: new matches per second"
+    )
+    how.add_argument(
+        "--poisson", action="store_true", help="open loop: random (exponential) gaps between arrivals"
+    )
+    how.add_argument(
+        "--max-in-flight",
+        type=int,
+        default=10_000,
+        metavar="N",
+        help="open loop: arrivals while N matches are in flight are dropped and counted (default 10000)",
+    )
+    how.add_argument(
+        "--think-ms", type=float, default=0.0, metavar="MS", help="think time before each move (default 0)"
+    )
+    how.add_argument(
+        "--think-jitter-ms",
+        type=float,
+        default=0.0,
+        metavar="MS",
+        help="think time uniform in think-ms ± this (default 0)",
+    )
+    how.add_argument(
+        "--ramp-up",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="reach full concurrency (or the full rate) over this long (default 0)",
+    )
+    how.add_argument(
+        "--duration",
+        type=float,
+        metavar="SECONDS",
+        help="stop after this long; matches still going are resigned (default 60 unless --matches)",
+    )
+    how.add_argument("--matches", type=int, metavar="N", help="stop once N matches have ended")
+    how.add_argument(
+        "--connections",
+        type=int,
+        default=8,
+        metavar="N",
+        help="HTTP/2 connections to the gateway shared by the players (default 8)",
+    )
+    how.add_argument(
+        "--stall",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="a player whose stream brings nothing for this long fails its match (default 30)",
+    )
+    how.add_argument("--seed", type=int, help="seed the players' choices (default: random)")
+    how.add_argument("--run-id", help="prefix of the players' ids (default: load-<random>)")
+    out = parser.add_argument_group("where and what to report")
+    out.add_argument(
+        "--gateway",
+        metavar="HOST:PORT",
+        help=f"the gateway (default: ${GATEWAY_VARIABLE} or {DEFAULT_GATEWAY})",
+    )
+    out.add_argument(
+        "--data-dir",
+        metavar="DIR",
+        help="where the stack keeps its token key, for development tokens (default: $DATA_DIR or ./data)",
+    )
+    out.add_argument("--json", metavar="OUT.json", help="write the report as JSON")
+    out.add_argument("--png", metavar="OUT.png", help="draw the HDR latency plot (needs matplotlib)")
+    out.add_argument(
+        "--services",
+        metavar="auto|NAME=PID,...",
+        help="report CPU and memory of the stack's services: auto finds make run's processes",
+    )
+    out.add_argument("--quiet", action="store_true", help="no progress line each second")
+    out.add_argument(
+        "--fail-on-errors", action="store_true", help="exit 1 when any call was refused or a match failed"
+    )
+
+
+def register(subparsers: SubParsers) -> None:
+    """Add ``load`` to the ``skillclassics`` command line."""
+    parser = subparsers.add_parser(
+        "load",
+        help="load-test a running stack through its gateway with pairs of bot players",
+        description=(
+            "Pairs of fresh players sign in, pair up through matchmaking and play real matches through "
+            "the gateway; prints progress each second and a table of figures at the end "
+            "(docs/load-testing.md). Run the stack with raised rate limits: "
+            "GATEWAY_CALL_RATE=100000 GATEWAY_CALL_BURST=100000 make run."
+        ),
+    )
+    add_arguments(parser)
+    parser.set_defaults(async_handler=run_command)
+
+
+def config_from_args(args: argparse.Namespace, env: Mapping[str, str]) -> LoadConfig:
+    """The run the options describe; :class:`UsageError` with the reason."""
+    try:
+        plans = parse_families(args.families)
+    except ValueError as error:
+        raise UsageError(f"--families: {error}") from None
+    minutes = _per_family(args.minutes, "minutes", float)
+    increments = _per_family(args.increment, "increment", float)
+    strategies = _per_family(args.strategy, "strategy", str)
+    options = _options(args.option)
+    names = {plan.name for plan in plans}
+    for what, given in (("minutes", minutes), ("increment", increments), ("strategy", strategies)):
+        unknown = sorted(set(given) - names - {"*"})
+        if unknown:
+            raise UsageError(f"--{what} names {', '.join(unknown)}, which --families does not play")
+    unknown = sorted(set(options) - names)
+    if unknown:
+        raise UsageError(f"--option names {', '.join(unknown)}, which --families does not play")
+
+    def pick(given: dict[str, object], name: str) -> object | None:
+        return given.get(name, given.get("*"))
+
+    resolved = []
+    for plan in plans:
+        chosen_minutes = pick(minutes, plan.name)
+        chosen_increment = pick(increments, plan.name)
+        chosen_strategy = pick(strategies, plan.name)
+        resolved.append(
+            replace(
+                plan,
+                minutes=float(chosen_minutes) if isinstance(chosen_minutes, float) else None,
+                increment_s=float(chosen_increment) if isinstance(chosen_increment, float) else 0.0,
+                options=options.get(plan.name, {}),
+                strategy=str(chosen_strategy) if chosen_strategy is not None else "random",
+            )
+        )
+    duration = args.duration if args.duration is not None else (None if args.matches else 60.0)
+    config = LoadConfig(
+        families=tuple(resolved),
+        gateway=args.gateway or env.get(GATEWAY_VARIABLE) or DEFAULT_GATEWAY,
+        mode=args.mode,
+        rate=args.rate,
+        poisson=args.poisson,
+        duration_s=duration,
+        matches=args.matches,
+        ramp_up_s=args.ramp_up,
+        think_ms=args.think_ms,
+        think_jitter_ms=args.think_jitter_ms,
+        max_plies=args.max_plies or None,
+        pairing=args.pairing,
+        connections=args.connections,
+        stall_s=args.stall,
+        max_in_flight=args.max_in_flight,
+        run_id=args.run_id or new_run_id(),
+        seed=args.seed,
+        progress_s=0.0 if args.quiet else 1.0,
+    )
+    try:
+        config.validate()
+    except (ValueError, InputError) as error:
+        raise UsageError(str(error)) from None
+    return config
+
+
+def _error(message: str) -> None:
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+
+
+def _note(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+async def run_command(args: argparse.Namespace) -> int:
+    """The command: run, print the table, write the files; the exit status."""
+    env = dict(os.environ)
+    if args.data_dir:
+        env["DATA_DIR"] = args.data_dir
+    try:
+        config = config_from_args(args, env)
+        services: dict[str, int] = {}
+        if args.services:
+            if args.services.strip() == "auto":
+                services = discover_services(config.gateway)
+                if not services:
+                    _note("no service processes found for this gateway (python -m services.*): not measured")
+            else:
+                services = parse_services(args.services)
+    except (UsageError, ValueError) as error:
+        _error(str(error))
+        return EXIT_USAGE
+    try:
+        tokens = TokenMinter(env)
+    except (DevKeyMissing, ValueError) as error:
+        _error(str(error))
+        return EXIT_FAILED
+    run = LoadRun(config, tokens=tokens, services=services, progress=sys.stderr)
+    _note(f"load run {config.describe()}")
+    if services:
+        _note("measuring " + ", ".join(f"{name} (pid {pid})" for name, pid in services.items()))
+    loop = asyncio.get_running_loop()
+    with contextlib.suppress(NotImplementedError, RuntimeError):
+        loop.add_signal_handler(signal.SIGINT, run.request_stop)
+    try:
+        result = await run.run()
+    except LoadError as error:
+        _error(str(error))
+        return EXIT_FAILED
+    finally:
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.remove_signal_handler(signal.SIGINT)
+    report = build_report(result)
+    print(render_table(report), flush=True)
+    if args.json:
+        write_json(report, args.json)
+        _note(f"wrote {args.json}")
+    if args.png:
+        skipped = write_png(report, args.png)
+        _note(f"skipped the PNG: {skipped}" if skipped else f"wrote {args.png}")
+    if result.stopped_by == "error":
+        return EXIT_FAILED
+    if args.fail_on_errors and (report["errors"] or report["matches"]["failed"]):
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m clients.load",
+        description="Load-test a running SkillClassics stack through its gateway (docs/load-testing.md).",
+    )
+    add_arguments(parser)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m clients.load [OPTIONS]``."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    try:
+        return asyncio.run(run_command(args))
+    except KeyboardInterrupt:
+        return 130
