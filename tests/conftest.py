@@ -62,18 +62,29 @@ async def database_url(
     if request.param == "sqlite":
         yield sqlite_url(tmp_path_factory.mktemp("db") / "test.db")
         return
+    name, url = await create_postgres_database("sc_test")
+    try:
+        yield url
+    finally:
+        await drop_postgres_database(name)
+
+
+async def create_postgres_database(prefix: str) -> tuple[str, str]:
+    """A fresh, empty PostgreSQL database: its name and async URL. Skips the test when no server is
+    reachable (fails instead with ``REQUIRE_POSTGRES=1``, as in CI)."""
     reason = await _postgres_unreachable_reason()
     if reason is not None:
         message = f"PostgreSQL not reachable at {postgres_admin_url()} ({reason}); set TEST_POSTGRES_URL"
         if os.environ.get("REQUIRE_POSTGRES") == "1":
             pytest.fail(message + " (REQUIRE_POSTGRES=1)")
         pytest.skip(message)
-    name = f"sc_test_{uuid.uuid4().hex[:16]}"
+    name = f"{prefix}_{uuid.uuid4().hex[:16]}"
     await _admin_execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield make_url(postgres_admin_url()).set(database=name).render_as_string(hide_password=False)
-    finally:
-        await _admin_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    return name, make_url(postgres_admin_url()).set(database=name).render_as_string(hide_password=False)
+
+
+async def drop_postgres_database(name: str) -> None:
+    await _admin_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture

@@ -8,8 +8,6 @@ one ``DATABASE_URL`` secret). The services migrate at start.
 from __future__ import annotations
 
 import base64
-import os
-import uuid
 from collections.abc import AsyncIterator
 
 import grpc
@@ -17,10 +15,9 @@ import pytest
 import pytest_asyncio
 from skillclassics.gateway.v1 import gateway_pb2_grpc
 from skillclassics.rules.v1 import rules_pb2_grpc
-from sqlalchemy.engine import make_url
 
 from libs.launcher import Stack, StartError, find_free_port_offset
-from tests.conftest import BACKENDS, _admin_execute, _postgres_unreachable_reason, postgres_admin_url
+from tests.conftest import BACKENDS, create_postgres_database, drop_postgres_database
 from tests.fullstack.helpers import Platform
 
 TOKEN_KEY = bytes(range(7, 39))
@@ -48,15 +45,7 @@ async def platform(
     backend: str = request.param
     name = database_url = ""
     if backend == "postgresql":
-        reason = await _postgres_unreachable_reason()
-        if reason is not None:
-            message = f"PostgreSQL not reachable at {postgres_admin_url()} ({reason}); set TEST_POSTGRES_URL"
-            if os.environ.get("REQUIRE_POSTGRES") == "1":
-                pytest.fail(message + " (REQUIRE_POSTGRES=1)")
-            pytest.skip(message)
-        name = f"sc_fullstack_{uuid.uuid4().hex[:16]}"
-        await _admin_execute(f'CREATE DATABASE "{name}"')
-        database_url = make_url(postgres_admin_url()).set(database=name).render_as_string(hide_password=False)
+        name, database_url = await create_postgres_database("sc_fullstack")
     env = {
         # The services' own defaults, whatever the developer's shell exports.
         "SKILLCLASSICS_ENV": "development",
@@ -87,4 +76,4 @@ async def platform(
         assert all(code == 0 for code in exits.values()), f"a service did not stop cleanly: {exits}"
     finally:
         if database_url:
-            await _admin_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            await drop_postgres_database(name)
