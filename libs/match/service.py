@@ -42,6 +42,10 @@ class RulesService(Service):
         self.family = family
         self.name = f"rules-{family.name}"  # type: ignore[misc]
         self._config = config
+        if "RULES_SHARD" in environ and not environ["RULES_SHARD"].strip():
+            # Set but empty (a Kubernetes without the pod-index label): never fall back to shard 0, which
+            # another pod already serves.
+            raise ConfigError("RULES_SHARD is set but empty: give the shard number (the pod's ordinal)")
         self.shard = env_int(environ, "RULES_SHARD", 0)
         self._clock_address = environ.get("CLOCK_ADDRESS", "").strip()
         self._fairness_address = environ.get("FAIRNESS_ADDRESS", "").strip()

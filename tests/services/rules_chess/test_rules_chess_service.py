@@ -449,3 +449,12 @@ async def test_results_reach_the_fairness_service_even_after_it_was_down(
                 assert revealed.commitment == committed.commitment
         finally:
             await rules.stop(grace=0.5)
+
+
+def test_an_empty_shard_number_is_refused_rather_than_read_as_shard_0() -> None:
+    from libs.runtime import ConfigError, ServiceConfig
+
+    config = ServiceConfig.from_env("rules-chess", {"DATABASE_URL": "sqlite+aiosqlite:///unused.db"})
+    with pytest.raises(ConfigError, match="RULES_SHARD is set but empty"):
+        chess_rules_service(config, {"RULES_SHARD": ""})
+    assert chess_rules_service(config, {"RULES_SHARD": "3"}).shard == 3
