@@ -91,7 +91,9 @@ class Scheduler:
         """Schedule the timers read from the database at start (deadlines already passed fire at once)."""
         for entry in entries:
             self._put(entry)
-        heapq.heapify(self._heap)
+            if entry.fired_at_ms is None:
+                self._heap.append((entry.deadline_ms, entry.arm_id, entry.owner, entry.timer_id))
+        heapq.heapify(self._heap)  # once, after all the appends
         self._reschedule()
 
     def arm(self, entry: TimerEntry) -> None:
@@ -123,10 +125,10 @@ class Scheduler:
         return len(self._timers)
 
     def _put(self, entry: TimerEntry) -> None:
+        """Record ``entry`` as the owner's timer of that id (the heap is the caller's business: an append
+        here would break the heap's order for :meth:`arm`, which pushes)."""
         self._timers[(entry.owner, entry.timer_id)] = entry
         self._by_owner.setdefault(entry.owner, {})[entry.timer_id] = entry
-        if entry.fired_at_ms is None:
-            self._heap.append((entry.deadline_ms, entry.arm_id, entry.owner, entry.timer_id))
 
     def _compact(self) -> None:
         self._heap = [
