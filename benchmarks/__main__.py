@@ -15,6 +15,7 @@ BENCHMARKS = {
     "gin": "benchmarks.gin_engine",
     "matchmaking": "benchmarks.matchmaking",
     "gateway_e2e": "benchmarks.gateway_e2e",
+    "platform_load": "benchmarks.platform_load",
 }
 
 

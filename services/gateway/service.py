@@ -14,7 +14,7 @@ variable                        meaning                                         
 ``GATEWAY_STREAM_RATE``         stream opens per second per player                               5
 ``GATEWAY_STREAM_BURST``        stream opens a player may make at once                           10
 ``GATEWAY_BACKEND_TIMEOUT_MS``  the deadline of every unary call to matchmaking or a rules shard  5000
-``GATEWAY_MAX_CALLS``           unary calls in flight at once (past it: RESOURCE_EXHAUSTED)      512
+``GATEWAY_MAX_CALLS``           unary calls in flight at once (past it: RESOURCE_EXHAUSTED)      2048
 ``GATEWAY_MAX_STREAMS``         streams open at once                                             20000
 ==============================  ===============================================================  =========
 

@@ -99,7 +99,7 @@ async def _refuse(backend: str, error: grpc.aio.AioRpcError, context: grpc.aio.S
     raise AssertionError("context.abort returned")  # pragma: no cover
 
 
-DEFAULT_MAX_CALLS = 512
+DEFAULT_MAX_CALLS = 2048
 """Unary calls in flight one gateway process serves at once (``GATEWAY_MAX_CALLS``)."""
 DEFAULT_MAX_STREAMS = 20_000
 """Streams one gateway process keeps open at once (``GATEWAY_MAX_STREAMS``)."""
