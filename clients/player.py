@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+import secrets
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -54,6 +55,8 @@ __all__ = [
 ]
 
 DEFAULT_GATEWAY: Final = "127.0.0.1:50050"
+CHANCE_FAMILIES: Final = frozenset({"gin"})
+"""Families whose matches draw from a fairness stream: a seated player contributes a client seed."""
 """Where ``make run`` serves the gateway."""
 
 _T = TypeVar("_T")
@@ -159,6 +162,8 @@ class PlayerSession:
         self._channel = channel if channel is not None else grpc.aio.insecure_channel(address)
         self._stub = gateway_pb2_grpc.GatewayServiceStub(self._channel)
         self._metadata = (("authorization", f"Bearer {token}"),)
+        self._seeded: set[str] = set()
+        """Matches this session has contributed a client seed to."""
         self.player_id: str | None = None
         """Set by :meth:`whoami`."""
 
@@ -353,6 +358,29 @@ class PlayerSession:
     async def resign(self, match_id: str) -> gw.SubmitActionResponse:
         return await self.submit(match_id, rules_pb2.Action(resign=rules_pb2.Resign()))
 
+    async def add_client_seed(self, match_id: str, seed: bytes | None = None) -> bool:
+        """Mix this player's own random seed (32 fresh random bytes unless given) into the match's
+        fairness stream, so that the server could not have chosen the shuffles or dice to suit anybody
+        (docs/fairness.md). Only before the match's first draw: False when it came too late or the
+        match draws nothing."""
+        request = gw.AddClientSeedRequest(match_id=match_id, client_seed=seed or secrets.token_bytes(32))
+        try:
+            await self._call(self._stub.AddClientSeed, request, repeatable=True)
+        except GatewayError as error:
+            if error.code in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.NOT_FOUND):
+                return False
+            raise
+        return True
+
+    async def seed_match(self, match_id: str) -> None:
+        """Contribute a client seed once per match of a family that uses chance (best effort: a match
+        whose seeds do not all arrive is dealt when its seed window ends, protected by the commitment)."""
+        if match_id.split(".", 1)[0] not in CHANCE_FAMILIES or match_id in self._seeded:
+            return
+        self._seeded.add(match_id)
+        with contextlib.suppress(GatewayError):
+            await self.add_client_seed(match_id)
+
     def watch_match(self, match_id: str, *, spectator: bool = False, from_sequence: int = 0) -> MatchStream:
         """The match's updates after ``from_sequence``, reconnecting on its own (see :class:`MatchStream`)."""
         return MatchStream(self, match_id, spectator=spectator, from_sequence=from_sequence)
@@ -388,6 +416,8 @@ class MatchStream:
         return self._updates()
 
     async def _updates(self) -> AsyncIterator[rules_pb2.MatchUpdate]:
+        if not self.spectator:
+            await self.session.seed_match(self.match_id)  # before the first deal, for chance families
         policy = self.session.retry
         failures = 0
         seen_any = self.last_sequence > 0

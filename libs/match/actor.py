@@ -29,6 +29,8 @@ WATCHER_QUEUE_LIMIT = 1_000
 """A watcher this many updates behind is disconnected; it reconnects from its last sequence."""
 CHANCE_RETRY_SECONDS = 1.0
 """How soon a draw the fairness service could not give is asked for again."""
+SEED_POLL_SECONDS = 0.1
+"""While a first draw waits for the players' seeds, how often fairness is asked whether they are in."""
 _log = get_logger(__name__)
 _T = TypeVar("_T")
 
@@ -235,6 +237,10 @@ class MatchActor:
         self._drawing = True
         try:
             while (request := self.record.chance_needed(self.family)) is not None:
+                wait_s = await self._seed_wait_s()
+                if wait_s > 0:
+                    self._retry_chance_later(wait_s)
+                    return
                 try:
                     values = await self._chance.draw(self.match_id, request)
                 except ChanceUnavailable as error:
@@ -251,11 +257,32 @@ class MatchActor:
         finally:
             self._drawing = False
 
-    def _retry_chance_later(self) -> None:
+    async def _seed_wait_s(self) -> float:
+        """How long the first draw should still wait for the players' client seeds (0: draw now).
+
+        Before the first draw of a match, the players may mix their own random seeds into its stream
+        (docs/fairness.md): then the server could not have chosen its seed to suit anybody. The first
+        draw waits for every seat's seed, up to the match's ``client_seed_window_ms``; after that, or
+        once all are in, it is made (a player who sends none is protected by the commitment alone).
+        """
+        setup = self.record.setup
+        if not setup.client_seed_window_ms or any(e.kind is EventKind.CHANCE for e in self.events):
+            return 0.0
+        left_ms = setup.created_at_ms + setup.client_seed_window_ms - self.now_ms()
+        if left_ms <= 0:
+            return 0.0
+        try:
+            if await self._chance.seeds(self.match_id) >= len(setup.players):
+                return 0.0
+        except ChanceUnavailable:
+            pass  # ask again shortly; the window still ends the wait
+        return min(left_ms / 1000, SEED_POLL_SECONDS)
+
+    def _retry_chance_later(self, delay_s: float = CHANCE_RETRY_SECONDS) -> None:
         if self._chance_retry is not None:
             return
         loop = asyncio.get_running_loop()
-        self._chance_retry = loop.call_later(CHANCE_RETRY_SECONDS, self._retry_chance)
+        self._chance_retry = loop.call_later(delay_s, self._retry_chance)
 
     def _retry_chance(self) -> None:
         self._chance_retry = None

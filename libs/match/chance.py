@@ -33,6 +33,10 @@ class ChanceUnavailable(Exception):
 class ChanceSource(Protocol):
     async def draw(self, match_id: str, request: ChanceRequest) -> tuple[int, ...]: ...
 
+    async def seeds(self, match_id: str) -> int:
+        """How many seats have contributed a client seed to the match's stream so far."""
+        ...
+
     async def close(self) -> None: ...
 
 
@@ -62,6 +66,14 @@ class FairnessChance:
             raise ChanceUnavailable(f"fairness Draw failed: {error.code().name}: {error.details()}") from None
         return tuple(int(v) for v in reply.draw.values)
 
+    async def seeds(self, match_id: str) -> int:
+        request = fairness_pb2.GetCommitmentRequest(match_id=match_id)
+        try:
+            reply = await self._stub.GetCommitment(request, timeout=self._timeout)
+        except grpc.aio.AioRpcError as error:
+            raise ChanceUnavailable(f"fairness GetCommitment failed: {error.code().name}") from None
+        return len(reply.client_seeds)
+
     async def close(self) -> None:
         await self._channel.close()
 
@@ -71,6 +83,9 @@ class NoChance:
 
     async def draw(self, match_id: str, request: ChanceRequest) -> tuple[int, ...]:
         raise ChanceUnavailable("no fairness service is configured (FAIRNESS_ADDRESS)")
+
+    async def seeds(self, match_id: str) -> int:
+        return 0
 
     async def close(self) -> None:
         return None

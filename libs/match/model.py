@@ -73,6 +73,8 @@ class MatchSetup:
     first_move_timeout_ms: int
     disconnect_forfeit_ms: int
     created_at_ms: int
+    client_seed_window_ms: int = 0
+    """How long the first draw waits for every seat's client seed (chance families; 0: no wait)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -85,6 +87,7 @@ class MatchSetup:
             "first_move_timeout_ms": self.first_move_timeout_ms,
             "disconnect_forfeit_ms": self.disconnect_forfeit_ms,
             "created_at_ms": self.created_at_ms,
+            "client_seed_window_ms": self.client_seed_window_ms,
         }
 
     @classmethod
@@ -99,6 +102,7 @@ class MatchSetup:
             first_move_timeout_ms=int(data["first_move_timeout_ms"]),
             disconnect_forfeit_ms=int(data["disconnect_forfeit_ms"]),
             created_at_ms=int(data["created_at_ms"]),
+            client_seed_window_ms=int(data.get("client_seed_window_ms", 0)),
         )
 
 

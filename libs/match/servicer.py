@@ -26,6 +26,8 @@ MAX_KEY = 128
 VIEW_CACHE_SIZE = 256
 """Views are asked for within moments of each other (the answer, then each watcher): a few hundred do."""
 MAX_PLAYER_ID = 128
+MAX_CLIENT_SEED_WINDOW_MS = 60_000
+"""The longest a first draw may wait for the players' seeds (it eats into the first mover's time)."""
 _STATUS = {
     "waiting": rules_pb2.MATCH_STATUS_WAITING,
     "live": rules_pb2.MATCH_STATUS_LIVE,
@@ -66,9 +68,11 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
                 f"{self._family.name} matches draw from the fairness service: give the match's "
                 "fairness_commitment (fairness Commit)"
             )
-        for name in ("first_move_timeout_ms", "disconnect_forfeit_ms"):
+        for name in ("first_move_timeout_ms", "disconnect_forfeit_ms", "client_seed_window_ms"):
             if getattr(request, name) < 0:
                 raise InvalidArgument(f"{name} must not be negative")
+        if request.client_seed_window_ms > MAX_CLIENT_SEED_WINDOW_MS:
+            raise InvalidArgument(f"client_seed_window_ms must be at most {MAX_CLIENT_SEED_WINDOW_MS}")
         setup = MatchSetup(
             match_id=request.match_id,
             family=self._family.name,
@@ -79,6 +83,7 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
             first_move_timeout_ms=request.first_move_timeout_ms or DEFAULT_FIRST_MOVE_TIMEOUT_MS,
             disconnect_forfeit_ms=request.disconnect_forfeit_ms or DEFAULT_DISCONNECT_FORFEIT_MS,
             created_at_ms=self._runtime_now(),
+            client_seed_window_ms=request.client_seed_window_ms,
         )
         actor = await self._runtime.create(setup, key)
         return rules_pb2.CreateMatchResponse(update=self._update(actor.record, None))

@@ -99,6 +99,8 @@ async def _refuse(backend: str, error: grpc.aio.AioRpcError, context: grpc.aio.S
     raise AssertionError("context.abort returned")  # pragma: no cover
 
 
+MAX_CLIENT_SEED_BYTES = 64
+"""The fairness specification's limit on a client seed (docs/fairness.md, section 3)."""
 DEFAULT_MAX_CALLS = 2048
 """Unary calls in flight one gateway process serves at once (``GATEWAY_MAX_CALLS``)."""
 DEFAULT_MAX_STREAMS = 20_000
@@ -407,6 +409,26 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         return pb.GetFairnessProofResponse(
             match_id=reply.match_id, commitment=reply.commitment, proof_json=reply.proof_json
         )
+
+    @_admitted(Priority.PLAY)
+    async def AddClientSeed(
+        self, request: pb.AddClientSeedRequest, context: grpc.aio.ServicerContext
+    ) -> pb.AddClientSeedResponse:
+        player = self._player(context)
+        if not 1 <= len(request.client_seed) <= MAX_CLIENT_SEED_BYTES:
+            raise InvalidArgument(f"client_seed must be 1-{MAX_CLIENT_SEED_BYTES} bytes")
+        seat = await self._seat(request.match_id, player, context)
+        if seat is None:
+            raise PermissionDenied(f"you are not seated in match {request.match_id}")
+        reply = await self._unary(
+            "fairness",
+            self._backends.proofs().AddClientSeed,
+            fairness_pb2.AddClientSeedRequest(
+                match_id=request.match_id, seat=seat, client_seed=request.client_seed
+            ),
+            context,
+        )
+        return pb.AddClientSeedResponse(seat=seat, seeds=len(reply.client_seeds))
 
     @_admitted_stream(Priority.PLAY)
     async def WatchMatch(

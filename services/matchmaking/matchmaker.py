@@ -33,6 +33,11 @@ RETRY_INTERVAL_S = 1.0
 _log = get_logger(__name__)
 
 
+DEFAULT_CLIENT_SEED_WINDOW_MS = 5_000
+"""How long a chance family's first draw waits for both players' client seeds (they send them as soon
+as they hear of the match: a second is plenty; the window only bounds a player who sends none)."""
+
+
 class Matchmaker:
     """Everything matchmaking does, over its store, the rules shards, fairness and the lobby hub."""
 
@@ -45,11 +50,13 @@ class Matchmaker:
         fairness_address: str = "",
         first_move_timeout_ms: int = 0,
         disconnect_forfeit_ms: int = 0,
+        client_seed_window_ms: int = DEFAULT_CLIENT_SEED_WINDOW_MS,
     ) -> None:
         self.store = store
         self._first_move_timeout_ms = first_move_timeout_ms
         """0: the rules service's default (60 s)."""
         self._disconnect_forfeit_ms = disconnect_forfeit_ms
+        self._client_seed_window_ms = client_seed_window_ms
         self.shards = shards
         self.hub = hub
         self.time = time
@@ -119,6 +126,7 @@ class Matchmaker:
 
     async def launch(self, match: dict[str, Any]) -> bool:
         """Create the match on its rules shard and tell both players; False if the shard is unreachable."""
+        chance = family_rules(match["family"]).uses_chance
         request = rules_pb2.CreateMatchRequest(
             match_id=match["match_id"],
             seats=[
@@ -131,6 +139,7 @@ class Matchmaker:
             idempotency_key=match["match_id"],
             first_move_timeout_ms=self._first_move_timeout_ms,
             disconnect_forfeit_ms=self._disconnect_forfeit_ms,
+            client_seed_window_ms=self._client_seed_window_ms if chance else 0,
         )
         try:
             await self.shards.create_match(request)

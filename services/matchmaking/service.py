@@ -3,7 +3,9 @@
 Configuration on top of the runtime's: ``RULES_<FAMILY>_ADDRESSES`` (each family's rules shards, in shard
 order), ``FAIRNESS_ADDRESS`` (for families that use chance), and, outside production only,
 ``MATCH_FIRST_MOVE_TIMEOUT_MS`` and ``MATCH_DISCONNECT_FORFEIT_MS`` (shorter windows for the matches it
-creates, for tests and demos; the published rules are 60 s each, so production refuses them).
+creates, for tests and demos; the published rules are 60 s each, so production refuses them), and
+``MATCH_CLIENT_SEED_WINDOW_MS`` (default 5000, at most 60000): how long the first draw of a match of a
+family that uses chance waits for both players' client seeds.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from libs.runtime.config import env_int
 from libs.runtime.timesource import ServiceTime
 from services.matchmaking.families import FAMILIES
 from services.matchmaking.lobby import LobbyHub
-from services.matchmaking.matchmaker import Matchmaker
+from services.matchmaking.matchmaker import DEFAULT_CLIENT_SEED_WINDOW_MS, Matchmaker
 from services.matchmaking.servicer import MatchmakingServicer
 from services.matchmaking.shards import RulesShards
 from services.matchmaking.store import MatchmakingStore
@@ -44,6 +46,7 @@ class MatchmakingService(Service):
             )
         }
         if config.is_production and any(self._windows.values()):
+            # (checked before the seed window joins: that one may be tuned in production)
             raise ConfigError(
                 "MATCH_FIRST_MOVE_TIMEOUT_MS and MATCH_DISCONNECT_FORFEIT_MS are for tests: "
                 "production plays the published 60 s windows"
@@ -60,8 +63,15 @@ class MatchmakingService(Service):
         self._db = Database(self._config.database_url)
         shards = RulesShards(self._env, list(FAMILIES))
         fairness = self._env.get("FAIRNESS_ADDRESS", "").strip()
+        seed_window = env_int(self._env, "MATCH_CLIENT_SEED_WINDOW_MS", DEFAULT_CLIENT_SEED_WINDOW_MS)
         self.matchmaker = Matchmaker(
-            MatchmakingStore(self._db), shards, LobbyHub(), ServiceTime(), fairness, **self._windows
+            MatchmakingStore(self._db),
+            shards,
+            LobbyHub(),
+            ServiceTime(),
+            fairness,
+            **self._windows,
+            client_seed_window_ms=min(seed_window, 60_000),
         )
         await self.matchmaker.start()
         matchmaking_pb2_grpc.add_MatchmakingServiceServicer_to_server(

@@ -135,6 +135,8 @@ class Dice:
     def __init__(self) -> None:
         self.calls: list[ChanceRequest] = []
         self.down = False
+        self.seeded = 0
+        """How many seats have added a client seed."""
 
     async def draw(self, match_id: str, request: ChanceRequest) -> tuple[int, ...]:
         self.calls.append(request)
@@ -142,11 +144,14 @@ class Dice:
             raise ChanceUnavailable("fairness is down")
         return (request.index % 6 + 1,)
 
+    async def seeds(self, match_id: str) -> int:
+        return self.seeded
+
     async def close(self) -> None:
         return None
 
 
-def _created(match_id: str, now: int) -> MatchEvent:
+def _created(match_id: str, now: int, seed_window_ms: int = 0) -> MatchEvent:
     setup = MatchSetup(
         match_id=match_id,
         family="race",
@@ -157,13 +162,14 @@ def _created(match_id: str, now: int) -> MatchEvent:
         first_move_timeout_ms=60_000,
         disconnect_forfeit_ms=60_000,
         created_at_ms=now,
+        client_seed_window_ms=seed_window_ms,
     )
     return MatchEvent(1, EventKind.CREATED, now, setup.to_json(), None, "create")
 
 
-async def _actor(url: str, match_id: str, dice: Dice) -> MatchActor:
+async def _actor(url: str, match_id: str, dice: Dice, seed_window_ms: int = 0) -> MatchActor:
     store = MatchStore(Database(url), "race", "0")
-    event = _created(match_id, ServiceTime().now_ms())
+    event = _created(match_id, ServiceTime().now_ms(), seed_window_ms)
     await store.create(event)
     actor = MatchActor(FAMILY, [event], store, NoWakeUps(), ServiceTime(), chance=dice)  # type: ignore[arg-type]
     await actor.start()
@@ -254,3 +260,39 @@ async def test_readers_racing_a_creation_share_its_one_actor(migrated_url: str) 
     assert all(found is actor for found in read)
     await actor.set_presence(0, True)  # one writer: no clash on sequence numbers
     assert [e.sequence for e in actor.events] == list(range(1, len(actor.events) + 1))
+
+
+async def test_the_first_draw_waits_for_both_seeds_then_goes_at_once(migrated_url: str) -> None:
+    dice = Dice()
+    actor = await _actor(migrated_url, "race.0.seeds", dice, seed_window_ms=10_000)
+    await actor.submit(0, "k1", EventKind.ACTION, {"action": {"roll": True}})
+    await asyncio.sleep(0.3)
+    assert dice.calls == []  # no seed yet: nothing drawn, the match waits
+    dice.seeded = 1
+    await asyncio.sleep(0.3)
+    assert dice.calls == []  # one seed of two
+    dice.seeded = 2
+    for _ in range(50):
+        await asyncio.sleep(0.02)
+        if actor.record.game.rolls:
+            break
+    assert actor.record.game.rolls == ((0, 1),)  # both in: drawn within a poll
+    # Later draws do not wait again.
+    await actor.submit(1, "k2", EventKind.ACTION, {"action": {"roll": True}})
+    assert actor.record.game.rolls == ((0, 1), (1, 2))
+    actor.close()
+
+
+async def test_without_seeds_the_first_draw_is_made_when_the_window_ends(migrated_url: str) -> None:
+    dice = Dice()
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    actor = await _actor(migrated_url, "race.0.noseeds", dice, seed_window_ms=400)
+    await actor.submit(0, "k1", EventKind.ACTION, {"action": {"roll": True}})
+    for _ in range(100):
+        await asyncio.sleep(0.02)
+        if actor.record.game.rolls:
+            break
+    assert actor.record.game.rolls == ((0, 1),)
+    assert loop.time() - started >= 0.35  # it did wait for the window
+    actor.close()

@@ -99,6 +99,35 @@ async def test_a_gin_match_through_the_gateway_ends_with_a_verifiable_proof(plat
     history = (await gw.GetMatchHistory(pb.GetMatchHistoryRequest(family="gin"), metadata=ann)).matches
     assert len(history[0].fairness_commitment) == 64  # published before the first card is dealt
 
+    # Both players mix in their own seeds before the first deal (the match waits for them); nobody else
+    # can, and the seat is the caller's.
+    await refused(
+        gw.AddClientSeed(
+            pb.AddClientSeedRequest(match_id=match_id, client_seed=b"x"), metadata=bearer("eve")
+        ),
+        grpc.StatusCode.PERMISSION_DENIED,
+        "not seated",
+    )
+    seeds = {0: bytes(range(32)), 1: bytes(range(100, 132))}
+    for seat, player in ((1, ben), (0, ann)):
+        added = await gw.AddClientSeed(
+            pb.AddClientSeedRequest(match_id=match_id, client_seed=seeds[seat]), metadata=player
+        )
+        assert added.seat == seat
+    assert added.seeds == 2
+    update = (await gw.GetMatch(pb.GetMatchRequest(match_id=match_id), metadata=ann)).update
+    for _ in range(100):  # dealt at once now that both seeds are in (the window is 5 s)
+        if update.HasField("to_move"):
+            break
+        await asyncio.sleep(0.02)
+        update = (await gw.GetMatch(pb.GetMatchRequest(match_id=match_id), metadata=ann)).update
+    assert update.HasField("to_move")
+    await refused(
+        gw.AddClientSeed(pb.AddClientSeedRequest(match_id=match_id, client_seed=b"late"), metadata=ann),
+        grpc.StatusCode.FAILED_PRECONDITION,
+        "",
+    )
+
     # No proof while the match is on: the seed would reveal the stock and the other hand.
     await refused(
         gw.GetFairnessProof(pb.GetFairnessProofRequest(match_id=match_id), metadata=ben),
@@ -143,6 +172,7 @@ async def test_a_gin_match_through_the_gateway_ends_with_a_verifiable_proof(plat
         proof = Proof.from_json(proof_reply.proof_json)
         assert verify(proof).ok
         assert {d.stream for d in proof.draws} == {"dealer", "shuffle"}
+        assert {(c.seat, c.seed) for c in proof.client_seeds} == set(seeds.items())
 
     # Ratings moved for the family: the winner up, the loser down.
     for _ in range(50):

@@ -742,3 +742,49 @@ class GetFairnessProofResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___GetFairnessProofResponse: _TypeAlias = GetFairnessProofResponse  # noqa: Y015
+
+@_typing.final
+class AddClientSeedRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MATCH_ID_FIELD_NUMBER: _builtins.int
+    CLIENT_SEED_FIELD_NUMBER: _builtins.int
+    match_id: _builtins.str
+    client_seed: _builtins.bytes
+    def __init__(
+        self,
+        *,
+        match_id: _builtins.str = ...,
+        client_seed: _builtins.bytes = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["client_seed", b"client_seed", "match_id", b"match_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AddClientSeedRequest: _TypeAlias = AddClientSeedRequest  # noqa: Y015
+
+@_typing.final
+class AddClientSeedResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEAT_FIELD_NUMBER: _builtins.int
+    SEEDS_FIELD_NUMBER: _builtins.int
+    seat: _builtins.int
+    """The caller's seat, whose seed it now is."""
+    seeds: _builtins.int
+    """How many seats have contributed so far."""
+    def __init__(
+        self,
+        *,
+        seat: _builtins.int = ...,
+        seeds: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["seat", b"seat", "seeds", b"seeds"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AddClientSeedResponse: _TypeAlias = AddClientSeedResponse  # noqa: Y015

@@ -116,6 +116,11 @@ class GatewayServiceStub:
                 request_serializer=skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.GetFairnessProofRequest.SerializeToString,
                 response_deserializer=skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.GetFairnessProofResponse.FromString,
                 _registered_method=True)
+        self.AddClientSeed = channel.unary_unary(
+                '/skillclassics.gateway.v1.GatewayService/AddClientSeed',
+                request_serializer=skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.AddClientSeedRequest.SerializeToString,
+                response_deserializer=skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.AddClientSeedResponse.FromString,
+                _registered_method=True)
 
 
 class GatewayServiceServicer:
@@ -237,6 +242,16 @@ class GatewayServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AddClientSeed(self, request, context):
+        """AddClientSeed contributes the caller's own random seed (1-64 bytes; 32 random bytes recommended) to
+        the fairness stream of a match they are seated in, for families that use chance. It must come before
+        the match's first draw: matches made by matchmaking wait a few seconds for both seeds before
+        dealing. FAILED_PRECONDITION once the first draw was made; NOT_FOUND for a match without chance.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_GatewayServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -314,6 +329,11 @@ def add_GatewayServiceServicer_to_server(servicer, server):
                     servicer.GetFairnessProof,
                     request_deserializer=skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.GetFairnessProofRequest.FromString,
                     response_serializer=skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.GetFairnessProofResponse.SerializeToString,
+            ),
+            'AddClientSeed': grpc.unary_unary_rpc_method_handler(
+                    servicer.AddClientSeed,
+                    request_deserializer=skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.AddClientSeedRequest.FromString,
+                    response_serializer=skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.AddClientSeedResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -728,6 +748,33 @@ class GatewayService:
             '/skillclassics.gateway.v1.GatewayService/GetFairnessProof',
             skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.GetFairnessProofRequest.SerializeToString,
             skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.GetFairnessProofResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AddClientSeed(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/skillclassics.gateway.v1.GatewayService/AddClientSeed',
+            skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.AddClientSeedRequest.SerializeToString,
+            skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.AddClientSeedResponse.FromString,
             options,
             channel_credentials,
             insecure,

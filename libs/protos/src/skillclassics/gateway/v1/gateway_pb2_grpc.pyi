@@ -76,6 +76,12 @@ class GatewayServiceStub:
     of docs/fairness.md. FAILED_PRECONDITION until the match is over; NOT_FOUND for a match that drew
     nothing from a fairness stream (chess).
     """
+    AddClientSeed: _grpc.UnaryUnaryMultiCallable[_gateway_pb2.AddClientSeedRequest, _gateway_pb2.AddClientSeedResponse]
+    """AddClientSeed contributes the caller's own random seed (1-64 bytes; 32 random bytes recommended) to
+    the fairness stream of a match they are seated in, for families that use chance. It must come before
+    the match's first draw: matches made by matchmaking wait a few seconds for both seeds before
+    dealing. FAILED_PRECONDITION once the first draw was made; NOT_FOUND for a match without chance.
+    """
 
 @_typing.type_check_only
 class GatewayServiceAsyncStub(GatewayServiceStub):
@@ -124,6 +130,12 @@ class GatewayServiceAsyncStub(GatewayServiceStub):
     the revealed server seed and every draw, to check with `skillclassics verify` or any implementation
     of docs/fairness.md. FAILED_PRECONDITION until the match is over; NOT_FOUND for a match that drew
     nothing from a fairness stream (chess).
+    """
+    AddClientSeed: _aio.UnaryUnaryMultiCallable[_gateway_pb2.AddClientSeedRequest, _gateway_pb2.AddClientSeedResponse]  # type: ignore[assignment]
+    """AddClientSeed contributes the caller's own random seed (1-64 bytes; 32 random bytes recommended) to
+    the fairness stream of a match they are seated in, for families that use chance. It must come before
+    the match's first draw: matches made by matchmaking wait a few seconds for both seeds before
+    dealing. FAILED_PRECONDITION once the first draw was made; NOT_FOUND for a match without chance.
     """
 
 class GatewayServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -260,6 +272,18 @@ class GatewayServiceServicer(metaclass=_abc_1.ABCMeta):
         the revealed server seed and every draw, to check with `skillclassics verify` or any implementation
         of docs/fairness.md. FAILED_PRECONDITION until the match is over; NOT_FOUND for a match that drew
         nothing from a fairness stream (chess).
+        """
+
+    @_abc_1.abstractmethod
+    def AddClientSeed(
+        self,
+        request: _gateway_pb2.AddClientSeedRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_gateway_pb2.AddClientSeedResponse, _abc.Awaitable[_gateway_pb2.AddClientSeedResponse]]:
+        """AddClientSeed contributes the caller's own random seed (1-64 bytes; 32 random bytes recommended) to
+        the fairness stream of a match they are seated in, for families that use chance. It must come before
+        the match's first draw: matches made by matchmaking wait a few seconds for both seeds before
+        dealing. FAILED_PRECONDITION once the first draw was made; NOT_FOUND for a match without chance.
         """
 
 def add_GatewayServiceServicer_to_server(servicer: GatewayServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -464,6 +464,7 @@ class CreateMatchRequest(_message.Message):
     IDEMPOTENCY_KEY_FIELD_NUMBER: _builtins.int
     FIRST_MOVE_TIMEOUT_MS_FIELD_NUMBER: _builtins.int
     DISCONNECT_FORFEIT_MS_FIELD_NUMBER: _builtins.int
+    CLIENT_SEED_WINDOW_MS_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
     fairness_commitment: _builtins.str
     """The fairness commitment, for families that use chance."""
@@ -472,6 +473,11 @@ class CreateMatchRequest(_message.Message):
     """How long each player has to make their first move before the match aborts (0: 60 s)."""
     disconnect_forfeit_ms: _builtins.int
     """How long a player may stay disconnected once play has begun (0: 60 s)."""
+    client_seed_window_ms: _builtins.int
+    """For families that use chance: how long the first draw waits for every seat's client seed
+    (fairness AddClientSeed) before it is made anyway (0: no wait). Matchmaking gives players a few
+    seconds; docs/fairness.md explains why the seeds matter.
+    """
     @_builtins.property
     def seats(self) -> _containers.RepeatedCompositeFieldContainer[Global___SeatAssignment]: ...
     @_builtins.property
@@ -489,10 +495,11 @@ class CreateMatchRequest(_message.Message):
         idempotency_key: _builtins.str = ...,
         first_move_timeout_ms: _builtins.int = ...,
         disconnect_forfeit_ms: _builtins.int = ...,
+        client_seed_window_ms: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options", "time_control", b"time_control"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["disconnect_forfeit_ms", b"disconnect_forfeit_ms", "fairness_commitment", b"fairness_commitment", "first_move_timeout_ms", b"first_move_timeout_ms", "idempotency_key", b"idempotency_key", "match_id", b"match_id", "options", b"options", "seats", b"seats", "time_control", b"time_control"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["client_seed_window_ms", b"client_seed_window_ms", "disconnect_forfeit_ms", b"disconnect_forfeit_ms", "fairness_commitment", b"fairness_commitment", "first_move_timeout_ms", b"first_move_timeout_ms", "idempotency_key", b"idempotency_key", "match_id", b"match_id", "options", b"options", "seats", b"seats", "time_control", b"time_control"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
