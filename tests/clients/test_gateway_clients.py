@@ -28,7 +28,7 @@ from clients.bot import BotSettings, find_match, play_match, run_bot
 from clients.cli.main import main_async
 from clients.demo import DemoConfig, demo, fairness_report
 from clients.families import family
-from clients.player import GatewayError, PlayerSession, RetryPolicy, development_token
+from clients.player import GatewayError, MatchStream, PlayerSession, RetryPolicy, development_token
 from libs.runtime import RunningServer
 from libs.runtime.config import sqlite_url
 from services.clock.service import ClockService
@@ -586,6 +586,8 @@ async def test_play_and_watch_a_gin_match_from_the_command_line(
             "gin", options=fam.options({}), time_control=fam.time_control(5), visibility=mm.VISIBILITY_PRIVATE
         )
         match_id = (await second.join_table(table.table_id)).match_id
+        await first.seed_match(match_id)  # both seeds in: the first deal need not wait for its window
+        await second.seed_match(match_id)
         update = (await second.get_match(match_id)).update
         for _ in range(100):  # the deal comes from the fairness service: wait for it
             if update.HasField("to_move"):
@@ -611,3 +613,35 @@ async def test_play_and_watch_a_gin_match_from_the_command_line(
     watched = captured(capsys)[0]
     assert f"match {match_id}" in watched
     assert "your hand" not in watched  # a spectator sees no hand at all
+
+
+async def test_players_watching_a_gin_match_add_their_seeds_before_the_deal(stack: Stack) -> None:
+    fam = family("gin")
+    ann, ben = player("ann"), player("ben")
+    async with session(stack, ann) as first, session(stack, ben) as second:
+        table = await first.create_table(
+            "gin", options=fam.options({}), time_control=fam.time_control(5), visibility=mm.VISIBILITY_PRIVATE
+        )
+        match_id = (await second.join_table(table.table_id)).match_id
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+
+        async def until_dealt(stream: MatchStream) -> int:
+            try:
+                async for update in stream:
+                    if update.HasField("to_move"):  # the first deal is out
+                        return update.sequence
+                raise AssertionError("the match ended before it was dealt")
+            finally:
+                stream.close()
+
+        async with asyncio.timeout(10):
+            dealt = await asyncio.gather(*(until_dealt(s.watch_match(match_id)) for s in (first, second)))
+        assert loop.time() - began < 3  # dealt as soon as both seeds were in, not at the 5 s window
+    async with grpc.aio.insecure_channel(stack.fairness) as channel:
+        public = await fairness_pb2_grpc.FairnessServiceStub(channel).GetCommitment(
+            fairness_pb2.GetCommitmentRequest(match_id=match_id)
+        )
+    assert sorted(seed.seat for seed in public.client_seeds) == [0, 1]  # both, before any draw
+    assert all(len(seed.seed) == 32 for seed in public.client_seeds)
+    assert len(dealt) == 2
