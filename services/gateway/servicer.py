@@ -99,6 +99,8 @@ async def _refuse(backend: str, error: grpc.aio.AioRpcError, context: grpc.aio.S
     raise AssertionError("context.abort returned")  # pragma: no cover
 
 
+_SHUTTING_DOWN = "the gateway is shutting down; reconnect from your last sequence"
+_EXPIRED = "your token expired: sign in again and reconnect from your last sequence"
 MAX_CLIENT_SEED_BYTES = 64
 """The fairness specification's limit on a client seed (docs/fairness.md, section 3)."""
 DEFAULT_MAX_CALLS = 2048
@@ -306,12 +308,13 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
     async def WatchLobby(
         self, request: pb.WatchLobbyRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[pb.WatchLobbyResponse]:
-        player = self._claims(context).player_id
+        claims = self._claims(context)
+        player = claims.player_id
         self._streams.take(player)
         call = self._backends.lobby().WatchLobby(
             mm_pb.WatchLobbyRequest(player_id=player), metadata=_metadata()
         )
-        async for event in self._relay("matchmaking", call, context):
+        async for event in self._relay("matchmaking", call, context, claims.expires_at):
             reply = pb.WatchLobbyResponse(at_ms=event.at_ms)
             which = event.WhichOneof("event")
             if which is not None:
@@ -434,7 +437,8 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
     async def WatchMatch(
         self, request: pb.WatchMatchRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[pb.WatchMatchResponse]:
-        player = self._claims(context).player_id
+        claims = self._claims(context)
+        player = claims.player_id
         self._streams.take(player)
         backend, stub = self._backends.route(request.match_id)
         forwarded = rules_pb2.WatchRequest(match_id=request.match_id, from_sequence=request.from_sequence)
@@ -452,31 +456,51 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         if seat is not None:
             self.presence.opened(request.match_id, seat)
         try:
-            async for response in self._relay(backend, call, context):
+            async for response in self._relay(backend, call, context, claims.expires_at):
                 yield pb.WatchMatchResponse(update=response.update)
         finally:
             if seat is not None:
                 self.presence.closed(request.match_id, seat)
 
-    async def _relay(self, backend: str, call: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-        """The messages of a backend stream; its end or refusal is the caller's."""
+    async def _relay(
+        self, backend: str, call: Any, context: grpc.aio.ServicerContext, expires_at: int
+    ) -> AsyncIterator[Any]:
+        """The messages of a backend stream; its end or refusal is the caller's. The stream ends with
+        ``UNAUTHENTICATED`` when the caller's token expires (a token is checked when a stream opens, and
+        a stream must not outlive it)."""
         self._open_calls.add(call)
+        expired = False
+
+        def expire() -> None:
+            nonlocal expired
+            expired = True
+            call.cancel()
+
+        loop = asyncio.get_running_loop()
+        expiry = loop.call_later(max(0.0, expires_at - self._clock()), expire)
         try:
             if self._draining:
                 raise Unavailable("the gateway is shutting down; reconnect")
             async for message in call:
                 yield message
         except grpc.aio.AioRpcError as error:
+            if expired:
+                raise Unauthenticated(_EXPIRED) from None
             if self._draining:
-                raise Unavailable("the gateway is shutting down; reconnect from your last sequence") from None
+                raise Unavailable(_SHUTTING_DOWN) from None
             await _refuse(backend, error, context)
         except asyncio.CancelledError:
-            # drain() cancelled the backend call (this task itself was not cancelled): tell the caller.
+            # drain() or the token's expiry cancelled the backend call (this task itself was not
+            # cancelled): tell the caller.
             task = asyncio.current_task()
-            if self._draining and task is not None and task.cancelling() == 0:
-                raise Unavailable("the gateway is shutting down; reconnect from your last sequence") from None
+            if task is not None and task.cancelling() == 0:
+                if expired:
+                    raise Unauthenticated(_EXPIRED) from None
+                if self._draining:
+                    raise Unavailable(_SHUTTING_DOWN) from None
             raise
         finally:
+            expiry.cancel()
             self._open_calls.discard(call)
             call.cancel()
 

@@ -493,3 +493,28 @@ def test_the_mint_command_uses_the_gateway_key(tmp_path: Path, capsys: pytest.Ca
         tokens.token_key({"DATA_DIR": str(tmp_path), "SKILLCLASSICS_ENV": "production"})
     with pytest.raises(ConfigError, match="at least 32"):
         tokens.token_key({"GATEWAY_TOKEN_KEY": base64.b64encode(b"short").decode()})
+
+
+async def test_a_stream_ends_when_its_token_expires(platform: Platform) -> None:
+    """A token is checked when a stream opens; the stream must not outlive it."""
+    gw = platform.gateway
+    match_id = await direct_match(platform, "short-lived", "bob")
+    soon = bearer("short-lived", ttl=2)
+    stream = gw.WatchMatch(pb.WatchMatchRequest(match_id=match_id), metadata=soon)
+    lobby = gw.WatchLobby(pb.WatchLobbyRequest(), metadata=soon)
+    assert (await next_update(stream)).sequence >= 1  # open and live
+    await next_lobby(lobby, "subscribed")
+    await wait_for_presence(platform, match_id, [0])
+    for call in (stream, lobby):
+        with pytest.raises(grpc.aio.AioRpcError) as ended:
+            await read_until_refused(call)
+        assert ended.value.code() == grpc.StatusCode.UNAUTHENTICATED
+        assert "token expired" in (ended.value.details() or "")
+    await wait_for_presence(platform, match_id, [])  # its seat counts as gone: the forfeit clock runs
+
+
+async def read_until_refused(call: grpc.aio.UnaryStreamCall) -> None:
+    """Read a stream's messages until it is refused (raises its AioRpcError) or 6 s passed."""
+    async with asyncio.timeout(6):
+        while True:
+            await call.read()
