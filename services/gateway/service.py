@@ -6,6 +6,7 @@ Configuration on top of the runtime's (the gateway has no database of its own):
 variable                        meaning                                                          default
 ==============================  ===============================================================  =========
 ``GATEWAY_TOKEN_KEY``           the token signing key, base64, at least 32 bytes                 dev file
+``GATEWAY_OLD_TOKEN_KEYS``      keys being rotated out (comma-separated): still accepted         none
 ``MATCHMAKING_ADDRESS``         host:port of matchmaking                                         unset
 ``FAIRNESS_ADDRESS``            host:port of fairness (fairness proofs of finished matches)      unset
 ``RULES_<FAMILY>_ADDRESSES``    each family's rules shards, comma-separated, in shard order      unset
@@ -38,7 +39,7 @@ from libs.runtime.config import env_int
 from libs.runtime.server import MAX_MESSAGE_BYTES
 from services.gateway.limits import Admission, TokenBuckets
 from services.gateway.servicer import DEFAULT_MAX_CALLS, DEFAULT_MAX_STREAMS, Backends, GatewayServicer
-from services.gateway.tokens import token_key
+from services.gateway.tokens import old_token_keys, token_key
 
 _CHANNEL_OPTIONS: list[tuple[str, object]] = [
     ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
@@ -54,7 +55,7 @@ class GatewayService(Service):
     def __init__(self, config: ServiceConfig, env: Mapping[str, str] | None = None) -> None:
         environ = os.environ if env is None else env
         self._config = config
-        self._key = token_key(environ, config.data_dir, config.is_production)
+        self._keys = (token_key(environ, config.data_dir, config.is_production), *old_token_keys(environ))
         self._matchmaking_address = environ.get("MATCHMAKING_ADDRESS", "").strip()
         self._fairness_address = environ.get("FAIRNESS_ADDRESS", "").strip()
         self._shards = all_shard_addresses(environ)
@@ -86,7 +87,7 @@ class GatewayService(Service):
             self._fairness = grpc.aio.insecure_channel(self._fairness_address, options=_CHANNEL_OPTIONS)
             proofs = fairness_pb2_grpc.FairnessServiceStub(self._fairness)
         self.servicer = GatewayServicer(
-            self._key,
+            self._keys,
             Backends(lobby, self._shards, self._channels, self._timeout_s, proofs),
             TokenBuckets("calls", self._call_rate, self._call_burst),
             TokenBuckets("stream opens", self._stream_rate, self._stream_burst),

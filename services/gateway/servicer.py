@@ -146,7 +146,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
 
     def __init__(
         self,
-        key: bytes,
+        key: bytes | tuple[bytes, ...],
         backends: Backends,
         calls: TokenBuckets,
         streams: TokenBuckets,

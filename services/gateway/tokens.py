@@ -6,6 +6,8 @@ key, of the ASCII text ``v1.<payload>``. Clients send it as ``authorization: Bea
 
 The key comes from ``GATEWAY_TOKEN_KEY`` (base64, at least 32 bytes). In development, when it is unset,
 a key is generated once into ``DATA_DIR/gateway-token.key`` (mode 0600); in production it must be set.
+Rotating it: set the new key as ``GATEWAY_TOKEN_KEY`` and the old one in ``GATEWAY_OLD_TOKEN_KEYS``
+(comma-separated) on every replica; drop the old key once the longest token it signed has expired.
 
 Development tokens: ``python -m services.gateway.tokens mint PLAYER [--ttl 3600]`` prints one, signed
 with the same key the gateway uses (same environment, same ``DATA_DIR``).
@@ -27,10 +29,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from libs.runtime.devkeys import key_from_env
+from libs.runtime.devkeys import decode_key, key_from_env
 
 VERSION = "v1"
 KEY_VARIABLE = "GATEWAY_TOKEN_KEY"
+OLD_KEYS_VARIABLE = "GATEWAY_OLD_TOKEN_KEYS"
 MIN_KEY_BYTES = 32
 DEV_KEY_FILE = "gateway-token.key"
 MAX_TOKEN_CHARS = 2048
@@ -79,8 +82,10 @@ def mint_token(key: bytes, player_id: str, ttl_s: int, now_s: int) -> str:
     return f"{signed}.{_b64(_mac(key, signed))}"
 
 
-def verify_token(key: bytes, token: str, now_s: int) -> Claims:
-    """The claims of ``token`` if it is well formed, signed with ``key`` and not expired at ``now_s``."""
+def verify_token(key: bytes | Sequence[bytes], token: str, now_s: int) -> Claims:
+    """The claims of ``token`` if it is well formed, signed with ``key`` (or with any of several keys:
+    the current one and those being rotated out) and not expired at ``now_s``."""
+    keys = (key,) if isinstance(key, bytes) else tuple(key)
     if len(token) > MAX_TOKEN_CHARS:
         raise TokenError("token is too long")
     parts = token.split(".")
@@ -90,7 +95,8 @@ def verify_token(key: bytes, token: str, now_s: int) -> Claims:
     if version != VERSION:
         raise TokenError(f"token version {version[:8]!r} is not supported (expected {VERSION})")
     mac = _unb64(mac_text)
-    if not hmac.compare_digest(mac, _mac(key, f"{version}.{payload_text}")):
+    signed = f"{version}.{payload_text}"
+    if not any(hmac.compare_digest(mac, _mac(one, signed)) for one in keys):
         raise TokenError("token signature is invalid")
     try:
         payload = json.loads(_unb64(payload_text))
@@ -106,6 +112,16 @@ def verify_token(key: bytes, token: str, now_s: int) -> Claims:
     if expires <= now_s:
         raise TokenError(f"token expired {now_s - expires} s ago")
     return Claims(subject, expires)
+
+
+def old_token_keys(env: Mapping[str, str]) -> tuple[bytes, ...]:
+    """Keys being rotated out (``GATEWAY_OLD_TOKEN_KEYS``, comma-separated base64): tokens they signed
+    are still accepted until they expire; new tokens are signed with ``GATEWAY_TOKEN_KEY`` only."""
+    return tuple(
+        decode_key(OLD_KEYS_VARIABLE, part, min_length=MIN_KEY_BYTES)
+        for part in env.get(OLD_KEYS_VARIABLE, "").split(",")
+        if part.strip()
+    )
 
 
 def token_key(env: Mapping[str, str], data_dir: Path | None = None, production: bool | None = None) -> bytes:

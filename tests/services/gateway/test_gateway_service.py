@@ -518,3 +518,31 @@ async def read_until_refused(call: grpc.aio.UnaryStreamCall) -> None:
     async with asyncio.timeout(6):
         while True:
             await call.read()
+
+
+async def test_a_rotated_out_key_is_still_accepted_and_new_tokens_use_the_new_key(tmp_path: Path) -> None:
+    new_key, old_key, stranger = bytes(range(40, 72)), KEY, bytes(range(200, 232))
+    gateway = await start_gateway(
+        tmp_path,
+        {
+            "GATEWAY_TOKEN_KEY": base64.b64encode(new_key).decode(),
+            "GATEWAY_OLD_TOKEN_KEYS": base64.b64encode(old_key).decode(),
+        },
+    )
+    try:
+        async with grpc.aio.insecure_channel(gateway.address) as channel:
+            gw = gateway_pb2_grpc.GatewayServiceStub(channel)
+            for key in (new_key, old_key):
+                who = await gw.WhoAmI(pb.WhoAmIRequest(), metadata=bearer("rotating", key=key))
+                assert who.player_id == "rotating"
+            await refused(
+                gw.WhoAmI(pb.WhoAmIRequest(), metadata=bearer("rotating", key=stranger)),
+                grpc.StatusCode.UNAUTHENTICATED,
+                "signature is invalid",
+            )
+    finally:
+        await gateway.stop(grace=0.5)
+    minted = tokens.mint_token(new_key, "p", 60, int(time.time()))
+    assert verify_token((new_key, old_key), minted, int(time.time())).player_id == "p"
+    with pytest.raises(ConfigError, match="GATEWAY_OLD_TOKEN_KEYS"):
+        tokens.old_token_keys({"GATEWAY_OLD_TOKEN_KEYS": base64.b64encode(b"short").decode()})
