@@ -14,7 +14,6 @@ own CPU is then not counted).
 from __future__ import annotations
 
 import asyncio
-import base64
 import os
 import random
 import tempfile
@@ -31,7 +30,7 @@ from skillclassics.gateway.v1 import gateway_pb2_grpc
 from skillclassics.matchmaking.v1 import matchmaking_pb2 as mm_pb
 from skillclassics.rules.v1 import rules_pb2
 
-from benchmarks.support import percentile
+from benchmarks.support import percentile, stack_env
 from libs.launcher import Stack, find_free_port_offset
 from services.gateway.tokens import mint_token
 
@@ -163,15 +162,7 @@ def cpu_use(stack: Stack) -> dict[str, float]:
 
 
 async def run() -> None:
-    database = os.environ.get("BENCH_DATABASE_URL", "")
-    env = {
-        "SKILLCLASSICS_ENV": "development",
-        "LOG_LEVEL": "warning",
-        "LOG_FORMAT": "json",
-        "DATABASE_URL": database,
-        "GATEWAY_TOKEN_KEY": base64.b64encode(KEY).decode(),
-    }
-    backend = "PostgreSQL" if database else "SQLite"
+    env, backend = stack_env(KEY)
     run_id = uuid.uuid4().hex[:8]
     with tempfile.TemporaryDirectory() as data_dir:
         stack = Stack(port_offset=find_free_port_offset(), data_dir=data_dir, echo=False, env=env)

@@ -51,7 +51,6 @@ too. With think time 0 the players are bounded by CPU; that is what phase 2 meas
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import json
 import math
@@ -73,7 +72,7 @@ from skillclassics.rules.v1 import rules_pb2
 
 from benchmarks.grpc_baseline import CONCURRENCY as BASELINE_CONCURRENCY
 from benchmarks.grpc_baseline import baseline_rate
-from benchmarks.support import percentile
+from benchmarks.support import percentile, stack_env
 from clients.load.harness import Engine, FamilyPlan, LoadConfig, Metrics, parse_families
 from clients.load.histogram import Histogram
 from clients.load.procstat import ProcessMonitor, ServiceUsage
@@ -720,22 +719,13 @@ async def run() -> None:
         f"p99 {yardstick['p99']:.2f} ms)"
     )
 
-    database = os.environ.get("BENCH_DATABASE_URL", "")
-    env = {
-        "SKILLCLASSICS_ENV": "development",
-        "LOG_LEVEL": "warning",
-        "LOG_FORMAT": "json",
-        "DATABASE_URL": database,
-        "GATEWAY_TOKEN_KEY": base64.b64encode(KEY).decode(),
-        "GATEWAY_CALL_RATE": "100000",
-        "GATEWAY_CALL_BURST": "100000",
-    }
+    env, backend = stack_env(KEY, GATEWAY_CALL_RATE="100000", GATEWAY_CALL_BURST="100000")
     with tempfile.TemporaryDirectory() as data_dir:
         stack = Stack(port_offset=find_free_port_offset(), data_dir=data_dir, echo=False, env=env)
         async with stack:
             print(
                 f"   the stack: {', '.join(spec.name for spec in stack.services)}, each its own process "
-                f"({'PostgreSQL' if database else 'SQLite'}); GATEWAY_CALL_RATE/BURST 100000, other limits "
+                f"({backend}); GATEWAY_CALL_RATE/BURST 100000, other limits "
                 f"as configured; the load generator is this process ({CONNECTIONS} connections)"
             )
             print(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import os
 import tempfile
@@ -40,3 +41,18 @@ async def bench_service(
             settings["DATABASE_URL"] = database
         async with ServiceProcess(module, settings) as service:
             yield service, "PostgreSQL" if database else "SQLite"
+
+
+def stack_env(token_key: bytes, **extra: str) -> tuple[dict[str, str], str]:
+    """The environment of a whole benchmark stack (quiet logs, the token key, ``BENCH_DATABASE_URL`` or
+    SQLite files), and the backend's name."""
+    database = os.environ.get("BENCH_DATABASE_URL", "")
+    env = {
+        "SKILLCLASSICS_ENV": "development",
+        "LOG_LEVEL": "warning",
+        "LOG_FORMAT": "json",
+        "DATABASE_URL": database,
+        "GATEWAY_TOKEN_KEY": base64.b64encode(token_key).decode(),
+        **extra,
+    }
+    return env, "PostgreSQL" if database else "SQLite"

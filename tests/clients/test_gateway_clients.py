@@ -123,6 +123,18 @@ def captured(capsys: pytest.CaptureFixture[str]) -> tuple[str, str]:
     )
 
 
+async def private_match(host: PlayerSession, guest: PlayerSession, name: str, *, minutes: int) -> str:
+    """A private table of ``name`` opened by ``host`` and joined by ``guest``: its match id."""
+    fam = family(name)
+    table = await host.create_table(
+        name,
+        options=fam.options({}),
+        time_control=fam.time_control(minutes),
+        visibility=mm.VISIBILITY_PRIVATE,
+    )
+    return (await guest.join_table(table.table_id)).match_id
+
+
 def player(name: str) -> str:
     return f"{name}-{uuid.uuid4().hex[:8]}"
 
@@ -242,13 +254,7 @@ async def test_a_match_stream_resumes_across_a_gateway_restart_without_gaps(stac
     fam = family("chess")
     white, black = player("w"), player("b")
     async with session(stack, white) as first, session(stack, black) as second:
-        table = await first.create_table(
-            "chess",
-            options=fam.options({}),
-            time_control=fam.time_control(5),
-            visibility=mm.VISIBILITY_PRIVATE,
-        )
-        match_id = (await second.join_table(table.table_id)).match_id
+        match_id = await private_match(first, second, "chess", minutes=5)
         watcher = PlayerSession(
             f"127.0.0.1:{port}",
             development_token(black, ENV),
@@ -415,16 +421,9 @@ async def test_create_wait_plays_once_someone_joins(
 async def test_a_refused_move_is_one_readable_line(
     stack: Stack, cli_env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    fam = family("chess")
     white, black = player("white"), player("black")
     async with session(stack, white) as first, session(stack, black) as second:
-        table = await first.create_table(
-            "chess",
-            options=fam.options({}),
-            time_control=fam.time_control(5),
-            visibility=mm.VISIBILITY_PRIVATE,
-        )
-        match_id = (await second.join_table(table.table_id)).match_id
+        match_id = await private_match(first, second, "chess", minutes=5)
         monkeypatch.setenv("SKILLCLASSICS_TOKEN", development_token(white, ENV))
         monkeypatch.setattr(sys, "stdin", io.StringIO("Ke2\nresign\n"))
         assert await main_async(["play", match_id]) == 0
@@ -482,13 +481,7 @@ async def test_watch_prints_each_update_of_a_match(
     fam = family("chess")
     white, black = player("white"), player("black")
     async with session(stack, white) as first, session(stack, black) as second:
-        table = await first.create_table(
-            "chess",
-            options=fam.options({}),
-            time_control=fam.time_control(5),
-            visibility=mm.VISIBILITY_PRIVATE,
-        )
-        match_id = (await second.join_table(table.table_id)).match_id
+        match_id = await private_match(first, second, "chess", minutes=5)
         for ply, san in enumerate(["f3", "e5", "g4", "Qh4#"]):
             await (first, second)[ply % 2].submit(match_id, fam.parse(san))
     monkeypatch.setenv("SKILLCLASSICS_TOKEN", development_token(player("fan"), ENV))
@@ -582,10 +575,7 @@ async def test_play_and_watch_a_gin_match_from_the_command_line(
     fam = family("gin")
     ann, ben = player("ann"), player("ben")
     async with session(stack, ann) as first, session(stack, ben) as second:
-        table = await first.create_table(
-            "gin", options=fam.options({}), time_control=fam.time_control(5), visibility=mm.VISIBILITY_PRIVATE
-        )
-        match_id = (await second.join_table(table.table_id)).match_id
+        match_id = await private_match(first, second, "gin", minutes=5)
         await first.seed_match(match_id)  # both seeds in: the first deal need not wait for its window
         await second.seed_match(match_id)
         update = (await second.get_match(match_id)).update
@@ -616,13 +606,9 @@ async def test_play_and_watch_a_gin_match_from_the_command_line(
 
 
 async def test_players_watching_a_gin_match_add_their_seeds_before_the_deal(stack: Stack) -> None:
-    fam = family("gin")
     ann, ben = player("ann"), player("ben")
     async with session(stack, ann) as first, session(stack, ben) as second:
-        table = await first.create_table(
-            "gin", options=fam.options({}), time_control=fam.time_control(5), visibility=mm.VISIBILITY_PRIVATE
-        )
-        match_id = (await second.join_table(table.table_id)).match_id
+        match_id = await private_match(first, second, "gin", minutes=5)
         loop = asyncio.get_running_loop()
         began = loop.time()
 
