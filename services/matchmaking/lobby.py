@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 from skillclassics.matchmaking.v1 import matchmaking_pb2
 
@@ -24,11 +24,18 @@ class LobbyHub:
             else:
                 queue.put_nowait(event)
 
-    async def watch(self, player_id: str) -> AsyncIterator[matchmaking_pb2.WatchLobbyResponse]:
+    async def watch(
+        self,
+        player_id: str,
+        playing: Callable[[], Awaitable[Sequence[matchmaking_pb2.MatchReady]]] | None = None,
+    ) -> AsyncIterator[matchmaking_pb2.WatchLobbyResponse]:
+        """The player's lobby events: first ``subscribed`` (with the matches they are playing, read once
+        the stream is registered, so nothing falls between the two), then each event as it happens."""
         queue: asyncio.Queue[matchmaking_pb2.WatchLobbyResponse | None] = asyncio.Queue()
         self._streams.setdefault(player_id, set()).add(queue)
         try:
-            yield matchmaking_pb2.WatchLobbyResponse(subscribed=matchmaking_pb2.Subscribed())
+            current = await playing() if playing is not None else ()
+            yield matchmaking_pb2.WatchLobbyResponse(subscribed=matchmaking_pb2.Subscribed(playing=current))
             while True:
                 event = await queue.get()
                 if event is None:

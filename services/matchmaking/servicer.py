@@ -182,7 +182,22 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
     async def WatchLobby(
         self, request: pb.WatchLobbyRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[pb.WatchLobbyResponse]:
-        async for event in self._mm.hub.watch(_player(request.player_id)):
+        player = _player(request.player_id)
+
+        async def playing() -> list[pb.MatchReady]:
+            return [
+                pb.MatchReady(
+                    match_id=match["match_id"],
+                    family=match["family"],
+                    seat=0 if match["player0"] == player else 1,
+                    opponent_id=match["player1"] if match["player0"] == player else match["player0"],
+                    table_id=match["table_id"] or "",
+                )
+                for match in await self._store.matches_of(player, "")
+                if match["status"] == "playing"
+            ]
+
+        async for event in self._mm.hub.watch(player, playing):
             yield event
 
     async def ReportResult(

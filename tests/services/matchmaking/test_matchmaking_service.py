@@ -133,6 +133,12 @@ async def test_create_list_join_makes_the_match_and_tells_both(platform: Platfor
     assert (await mm.ListTables(pb.ListTablesRequest(family="chess"))).tables == []
     alice_events.cancel()
     bob_events.cancel()
+    # Reconnecting (after a restart, say), Bob finds the match he is playing in the first event.
+    again = mm.WatchLobby(pb.WatchLobbyRequest(player_id="bob"))
+    first = await again.read()
+    assert first.WhichOneof("event") == "subscribed"
+    assert list(first.subscribed.playing) == [bob_ready]
+    again.cancel()
 
 
 async def test_bad_requests_are_refused_with_reasons(platform: Platform) -> None:

@@ -546,12 +546,21 @@ class Subscribed(_message.Message):
 
     DESCRIPTOR: _descriptor.Descriptor
 
+    PLAYING_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def playing(self) -> _containers.RepeatedCompositeFieldContainer[Global___MatchReady]:
+        """The player's matches being played right now, so that a client (re)connecting after a restart finds
+        its way back to them without waiting for an event it may have missed.
+        """
+
     def __init__(
         self,
+        *,
+        playing: _abc.Iterable[Global___MatchReady] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["playing", b"playing"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
