@@ -7,6 +7,7 @@ instead of failing with "database is locked" when a read turns into a write.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -40,16 +41,39 @@ def create_engine(url: str, **kwargs: Any) -> AsyncEngine:
     return engine
 
 
+def _ensure_wal(cursor: Any) -> None:
+    """Put the database in WAL mode (persistent, so this is done once per file).
+
+    Two processes opening a brand-new file at once both try; the loser is refused at once ("database is
+    locked": SQLite does not wait on its busy handler to change the journal mode) while the winner has
+    already done it, so the mode is read again before trying again.
+    """
+    for attempt in range(100):
+        cursor.execute("PRAGMA journal_mode")
+        if str(cursor.fetchone()[0]).lower() == "wal":
+            return
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except Exception as error:  # the driver's OperationalError, wrapped differently per adapter
+            if "locked" not in str(error) or attempt == 99:
+                raise
+            time.sleep(0.01)  # only while a new file is being created by someone else
+
+
 def _configure_sqlite(engine: AsyncEngine) -> None:
     @event.listens_for(engine.sync_engine, "connect")
     def on_connect(dbapi_connection: Any, _record: Any) -> None:
         # Let SQLAlchemy emit BEGIN itself (below) instead of the driver's implicit deferred BEGIN.
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
+        # The busy timeout first, so that what follows waits for another connection's lock.
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        # Switching to WAL needs the database to itself: do it only once per file (the mode is
+        # persistent), never while another connection is, say, migrating it.
+        _ensure_wal(cursor)
         cursor.execute("PRAGMA synchronous=FULL")
         cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
         cursor.close()
 
     @event.listens_for(engine.sync_engine, "begin")
