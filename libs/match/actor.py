@@ -286,10 +286,7 @@ class MatchActor:
 
     def _retry_chance(self) -> None:
         self._chance_retry = None
-        self._chance_task = asyncio.ensure_future(self._settle_chance_locked())
-
-    async def _settle_chance_locked(self) -> None:
-        await self._exclusive(self._settle_chance)
+        self._chance_task = asyncio.ensure_future(self._exclusive(self._settle_chance))
 
     async def _sync_deadline(self) -> None:
         """Make sure a wake-up is armed no later than the earliest due instant.

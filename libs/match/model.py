@@ -23,6 +23,8 @@ from libs.match.family import Family
 
 DEFAULT_FIRST_MOVE_TIMEOUT_MS = 60_000
 DEFAULT_DISCONNECT_FORFEIT_MS = 60_000
+MAX_CLIENT_SEED_WINDOW_MS = 60_000
+"""The longest a first draw may wait for the players' seeds (it eats into the first mover's time)."""
 
 
 class EventKind(StrEnum):

@@ -14,6 +14,7 @@ from libs.match.actor import MatchActor, MatchClosed
 from libs.match.model import (
     DEFAULT_DISCONNECT_FORFEIT_MS,
     DEFAULT_FIRST_MOVE_TIMEOUT_MS,
+    MAX_CLIENT_SEED_WINDOW_MS,
     EventKind,
     MatchRecord,
     MatchSetup,
@@ -26,8 +27,6 @@ MAX_KEY = 128
 VIEW_CACHE_SIZE = 256
 """Views are asked for within moments of each other (the answer, then each watcher): a few hundred do."""
 MAX_PLAYER_ID = 128
-MAX_CLIENT_SEED_WINDOW_MS = 60_000
-"""The longest a first draw may wait for the players' seeds (it eats into the first mover's time)."""
 _STATUS = {
     "waiting": rules_pb2.MATCH_STATUS_WAITING,
     "live": rules_pb2.MATCH_STATUS_LIVE,

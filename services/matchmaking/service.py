@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 import grpc
 from skillclassics.matchmaking.v1 import matchmaking_pb2, matchmaking_pb2_grpc
 
+from libs.match.model import MAX_CLIENT_SEED_WINDOW_MS
 from libs.persistence import Database
 from libs.persistence.migrate import migrate
 from libs.runtime import ConfigError, Service, ServiceConfig
@@ -46,11 +47,12 @@ class MatchmakingService(Service):
             )
         }
         if config.is_production and any(self._windows.values()):
-            # (checked before the seed window joins: that one may be tuned in production)
             raise ConfigError(
                 "MATCH_FIRST_MOVE_TIMEOUT_MS and MATCH_DISCONNECT_FORFEIT_MS are for tests: "
                 "production plays the published 60 s windows"
             )
+        seed_window = env_int(self._env, "MATCH_CLIENT_SEED_WINDOW_MS", DEFAULT_CLIENT_SEED_WINDOW_MS)
+        self._seed_window_ms = min(seed_window, MAX_CLIENT_SEED_WINDOW_MS)  # (may be tuned in production)
         self.matchmaker: Matchmaker | None = None
 
     @property
@@ -63,7 +65,6 @@ class MatchmakingService(Service):
         self._db = Database(self._config.database_url)
         shards = RulesShards(self._env, list(FAMILIES))
         fairness = self._env.get("FAIRNESS_ADDRESS", "").strip()
-        seed_window = env_int(self._env, "MATCH_CLIENT_SEED_WINDOW_MS", DEFAULT_CLIENT_SEED_WINDOW_MS)
         self.matchmaker = Matchmaker(
             MatchmakingStore(self._db),
             shards,
@@ -71,7 +72,7 @@ class MatchmakingService(Service):
             ServiceTime(),
             fairness,
             **self._windows,
-            client_seed_window_ms=min(seed_window, 60_000),
+            client_seed_window_ms=self._seed_window_ms,
         )
         await self.matchmaker.start()
         matchmaking_pb2_grpc.add_MatchmakingServiceServicer_to_server(
