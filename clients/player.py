@@ -137,12 +137,17 @@ class RetryPolicy:
         return float(min(self.max_delay_s, self.first_delay_s * 2**attempt))
 
 
+def retry_wait_s(details: str, default_s: float = 0.2) -> float:
+    """The wait a ``RESOURCE_EXHAUSTED`` refusal asks for ("retry in N ms"), in seconds."""
+    found = _RETRY_IN.search(details)
+    return int(found[1]) / 1000 if found else default_s
+
+
 def _rate_limit_wait(error: grpc.aio.AioRpcError) -> float | None:
     """The wait the gateway asks for when it refused a call for the rate limit."""
     if error.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
         return None
-    found = _RETRY_IN.search(error.details() or "")
-    return int(found[1]) / 1000 if found else 0.2
+    return retry_wait_s(error.details() or "")
 
 
 class PlayerSession:

@@ -32,7 +32,6 @@ import contextlib
 import math
 import os
 import random
-import re
 import sys
 import time
 import uuid
@@ -47,7 +46,7 @@ from skillclassics.gateway.v1 import gateway_pb2 as gw
 from skillclassics.matchmaking.v1 import matchmaking_pb2 as mm
 from skillclassics.rules.v1 import rules_pb2
 
-from clients.families import FamilyClient, Strategy, UnknownFamily, family, resign_action
+from clients.families import FamilyClient, Strategy, UnknownFamily, family, plies_played, resign_action
 from clients.load.histogram import Histogram
 from clients.load.procstat import ProcessMonitor, ServiceUsage
 from clients.player import (
@@ -59,6 +58,7 @@ from clients.player import (
     development_token,
     is_over,
     new_key,
+    retry_wait_s,
 )
 
 __all__ = [
@@ -85,7 +85,6 @@ LATENCIES: Final = ("submit_action", "opponent_update", "match_setup")
 Mode = Literal["closed", "open"]
 Pairing = Literal["table", "queue"]
 
-_RETRY_IN = re.compile(r"retry in (\d+) ms")
 _FATAL_AT_SETUP = (
     grpc.StatusCode.INVALID_ARGUMENT,
     grpc.StatusCode.UNAUTHENTICATED,
@@ -103,12 +102,6 @@ class LoadError(Exception):
 def new_run_id() -> str:
     """A short unique prefix for the run's player ids."""
     return f"load-{uuid.uuid4().hex[:8]}"
-
-
-def retry_wait_s(details: str, default_s: float = 0.2) -> float:
-    """The wait a ``RESOURCE_EXHAUSTED`` refusal asks for ("retry in N ms"), in seconds."""
-    found = _RETRY_IN.search(details)
-    return int(found[1]) / 1000 if found else default_s
 
 
 # -- configuration ---------------------------------------------------------------------------------------
@@ -389,8 +382,7 @@ class _Adapter:
         return self.client.strategy(self.strategy_name, rng)
 
     def plies(self, update: rules_pb2.MatchUpdate, counted: int) -> int:
-        plies = self.client.plies(update)
-        return counted if plies is None else plies
+        return plies_played(update, self.client, counted)
 
 
 class _LiveMatch:

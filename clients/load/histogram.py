@@ -139,8 +139,7 @@ class Histogram:
         return Histogram(self.highest, self.significant_figures)
 
     def reset(self) -> None:
-        for index in range(len(self._counts)):
-            self._counts[index] = 0
+        self._counts = array(self._counts.typecode, bytes(self._counts.itemsize * len(self._counts)))
         self.total = self.total_value = self.minimum = self.maximum = self.clamped = 0
 
     def _check_compatible(self, other: Histogram) -> None:
@@ -170,18 +169,7 @@ class Histogram:
         histogram's precision: the highest value of the bucket holding the sample of rank
         ``ceil(percentile / 100 * total)``, but never above the exact maximum nor below the exact
         minimum. 0 when empty."""
-        if self.total == 0:
-            return 0
-        percentile = min(max(percentile, 0.0), 100.0)
-        rank = max(1, math.ceil(percentile / 100 * self.total - 1e-9))
-        seen = 0
-        for index, count in enumerate(self._counts):
-            if not count:
-                continue
-            seen += count
-            if seen >= rank:
-                return self._reported(index)
-        return self.maximum
+        return self.percentiles((percentile,))[percentile]
 
     def percentiles(self, wanted: tuple[float, ...]) -> dict[float, int]:
         """:meth:`value_at_percentile` of several percentiles in one pass over the counts."""
