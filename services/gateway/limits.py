@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import NoReturn
 
 from prometheus_client import Counter, Gauge
 
@@ -114,44 +115,61 @@ class Admission:
     def __init__(self, max_calls: int, max_streams: int) -> None:
         if max_calls < 1 or max_streams < 1:
             raise ValueError("capacities must be at least 1")
-        self.max_calls = max_calls
-        self.max_streams = max_streams
-        self.calls = 0
-        self.streams = 0
+        self._calls = _Pool("calls", max_calls)
+        self._streams = _Pool("streams", max_streams)
+
+    @property
+    def max_calls(self) -> int:
+        return self._calls.capacity
+
+    @property
+    def calls(self) -> int:
+        """Unary calls being served now."""
+        return self._calls.used
+
+    @property
+    def streams(self) -> int:
+        """Streams open now."""
+        return self._streams.used
+
+    def call(self, priority: Priority) -> contextlib.AbstractContextManager[None]:
+        return self._calls.hold(priority)
+
+    def stream(self, priority: Priority) -> contextlib.AbstractContextManager[None]:
+        return self._streams.hold(priority)
+
+
+class _Pool:
+    """One kind of capacity (calls or streams), with its limits and gauge worked out once."""
+
+    def __init__(self, kind: str, capacity: int) -> None:
+        self.kind = kind
+        self.capacity = capacity
+        self.new_work_limit = max(1, int(capacity * NEW_WORK_SHARE))
+        self.used = 0
+        self._gauge = IN_FLIGHT.labels(kind)
 
     @contextlib.contextmanager
-    def call(self, priority: Priority) -> Iterator[None]:
-        self._admit("calls", self.calls, self.max_calls, priority)
-        self.calls += 1
-        IN_FLIGHT.labels("calls").inc()
+    def hold(self, priority: Priority) -> Iterator[None]:
+        limit = self.capacity if priority is Priority.PLAY else self.new_work_limit
+        if self.used >= limit:
+            _refuse(self.kind, self.used, self.capacity, priority)
+        self.used += 1
+        self._gauge.inc()
         try:
             yield
         finally:
-            self.calls -= 1
-            IN_FLIGHT.labels("calls").dec()
+            self.used -= 1
+            self._gauge.dec()
 
-    @contextlib.contextmanager
-    def stream(self, priority: Priority) -> Iterator[None]:
-        self._admit("streams", self.streams, self.max_streams, priority)
-        self.streams += 1
-        IN_FLIGHT.labels("streams").inc()
-        try:
-            yield
-        finally:
-            self.streams -= 1
-            IN_FLIGHT.labels("streams").dec()
 
-    @staticmethod
-    def _admit(kind: str, used: int, capacity: int, priority: Priority) -> None:
-        limit = capacity if priority is Priority.PLAY else max(1, int(capacity * NEW_WORK_SHARE))
-        if used < limit:
-            return
-        SHED.labels(priority.name.lower(), kind).inc()
-        if priority is Priority.PLAY:
-            reason = f"the gateway is at capacity ({capacity} {kind}); retry in 50 ms"
-        else:
-            reason = (
-                f"the gateway is near capacity ({used} of {capacity} {kind}): matches in progress come "
-                "first, new work is refused for now; retry in 200 ms"
-            )
-        raise ResourceExhausted(reason)
+def _refuse(kind: str, used: int, capacity: int, priority: Priority) -> NoReturn:
+    SHED.labels(priority.name.lower(), kind).inc()
+    if priority is Priority.PLAY:
+        reason = f"the gateway is at capacity ({capacity} {kind}); retry in 50 ms"
+    else:
+        reason = (
+            f"the gateway is near capacity ({used} of {capacity} {kind}): matches in progress come "
+            "first, new work is refused for now; retry in 200 ms"
+        )
+    raise ResourceExhausted(reason)
