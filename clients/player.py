@@ -41,6 +41,8 @@ from skillclassics.gateway.v1 import gateway_pb2_grpc
 from skillclassics.matchmaking.v1 import matchmaking_pb2 as mm
 from skillclassics.rules.v1 import rules_pb2
 
+from clients.families import UnknownFamily, family_of_match
+
 __all__ = [
     "DEFAULT_GATEWAY",
     "DevKeyMissing",
@@ -55,8 +57,6 @@ __all__ = [
 ]
 
 DEFAULT_GATEWAY: Final = "127.0.0.1:50050"
-CHANCE_FAMILIES: Final = frozenset({"gin"})
-"""Families whose matches draw from a fairness stream: a seated player contributes a client seed."""
 """Where ``make run`` serves the gateway."""
 
 _T = TypeVar("_T")
@@ -380,7 +380,13 @@ class PlayerSession:
     async def seed_match(self, match_id: str) -> None:
         """Contribute a client seed once per match of a family that uses chance (best effort: a match
         whose seeds do not all arrive is dealt when its seed window ends, protected by the commitment)."""
-        if match_id.split(".", 1)[0] not in CHANCE_FAMILIES or match_id in self._seeded:
+        if match_id in self._seeded:
+            return
+        try:
+            chance = family_of_match(match_id).uses_chance
+        except UnknownFamily:
+            chance = False
+        if not chance:
             return
         self._seeded.add(match_id)
         with contextlib.suppress(GatewayError):
