@@ -60,10 +60,9 @@ class Matchmaker:
         self.shards = shards
         self.hub = hub
         self.time = time
+        self._fairness_channel = grpc.aio.insecure_channel(fairness_address) if fairness_address else None
         self._fairness = (
-            fairness_pb2_grpc.FairnessServiceStub(grpc.aio.insecure_channel(fairness_address))
-            if fairness_address
-            else None
+            fairness_pb2_grpc.FairnessServiceStub(self._fairness_channel) if self._fairness_channel else None
         )
         self._seekers: dict[str, tuple[Seeker, pb.EnterQueueRequest]] = {}
         self._pairing_wanted = asyncio.Event()
@@ -84,6 +83,8 @@ class Matchmaker:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self.hub.close()
         await self.shards.close()
+        if self._fairness_channel is not None:
+            await self._fairness_channel.close()
 
     # -- making matches ------------------------------------------------------------------------------
 

@@ -14,7 +14,8 @@ from collections.abc import Mapping
 import grpc
 from skillclassics.rules.v1 import rules_pb2, rules_pb2_grpc
 
-from libs.match.routing import RulesChannels, all_shard_addresses
+from libs.match.ids import MatchId
+from libs.match.routing import RulesChannels, address_variable, all_shard_addresses
 from libs.runtime.errors import Unavailable
 
 CALL_TIMEOUT_S = 5.0
@@ -31,18 +32,18 @@ class RulesShards:
         """``family``'s shard addresses; ``Unavailable`` when it has none (its matches cannot be made)."""
         shards = self._addresses.get(family) or []
         if not shards:
-            raise Unavailable(f"no {family} rules shard is configured (RULES_{family.upper()}_ADDRESSES)")
+            raise Unavailable(f"no {family} rules shard is configured ({address_variable(family)})")
         return shards
 
     def new_match_id(self, family: str) -> str:
         shards = self.require(family)
         unique = uuid.uuid4().hex
         shard = int.from_bytes(hashlib.sha256(unique.encode()).digest()[:4], "big") % len(shards)
-        return f"{family}.{shard}.{unique}"
+        return str(MatchId(family, shard, unique))
 
     def stub(self, match_id: str) -> rules_pb2_grpc.RulesServiceStub:
-        family, shard, _ = match_id.split(".", 2)
-        return self._channels.stub(self._addresses[family][int(shard)])
+        parsed = MatchId.parse(match_id)
+        return self._channels.stub(self._addresses[parsed.family][parsed.shard])
 
     async def create_match(self, request: rules_pb2.CreateMatchRequest) -> None:
         """Create the match on its shard (idempotent: the request carries its idempotency key)."""
