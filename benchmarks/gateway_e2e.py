@@ -14,13 +14,11 @@ own CPU is then not counted).
 from __future__ import annotations
 
 import asyncio
-import os
 import random
 import tempfile
 import time
 import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import grpc
@@ -31,6 +29,7 @@ from skillclassics.matchmaking.v1 import matchmaking_pb2 as mm_pb
 from skillclassics.rules.v1 import rules_pb2
 
 from benchmarks.support import percentile, stack_env
+from clients.load.procstat import read_sample
 from libs.launcher import Stack, find_free_port_offset
 from services.gateway.tokens import mint_token
 
@@ -149,9 +148,9 @@ def ms(values: list[float], fraction: float) -> str:
 
 
 def cpu_seconds(pid: int) -> float:
-    """User plus system CPU time of a process so far (Linux)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """User plus system CPU time of a process so far (Linux; 0 once it is gone)."""
+    sample = read_sample(pid)
+    return sample.cpu_s if sample is not None else 0.0
 
 
 def cpu_use(stack: Stack) -> dict[str, float]:

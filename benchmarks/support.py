@@ -7,8 +7,8 @@ import contextlib
 import os
 import tempfile
 from collections.abc import AsyncIterator, Mapping, Sequence
-from pathlib import Path
 
+from clients.load.procstat import read_sample
 from tests.support import ServiceProcess
 
 
@@ -21,11 +21,9 @@ def percentile(sorted_values: Sequence[float], fraction: float) -> float:
 
 
 def rss_mib(pid: int) -> float:
-    """Resident memory of a process in MiB (Linux)."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+    """Resident memory of a process in MiB (Linux; NaN once it is gone)."""
+    sample = read_sample(pid)
+    return sample.rss_bytes / 2**20 if sample is not None else float("nan")
 
 
 @contextlib.asynccontextmanager
