@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+from base64 import b64encode
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -97,3 +98,18 @@ async def start_in_process(
         name, {"GRPC_PORT": "0", "METRICS_PORT": "-1", "DATABASE_URL": database_url, **settings}
     )
     return await start_server(make(config, env or {}), config)
+
+
+FAIRNESS_TEST_SEED_KEY = b64encode(bytes(range(32))).decode()
+"""The seed-encryption key of the fairness services tests start (never a production key)."""
+
+
+async def start_fairness(database_url: str, data_dir: Path, **settings: str) -> RunningServer:
+    """The fairness service in this event loop with the test seed key; ``settings`` as for
+    :func:`start_in_process` (``GRPC_PORT=...`` to bring it back on the port it had)."""
+    from services.fairness.service import FairnessService
+
+    env = {"FAIRNESS_SEED_KEY": FAIRNESS_TEST_SEED_KEY}
+    return await start_in_process(
+        "fairness", FairnessService, database_url, env, DATA_DIR=str(data_dir), **settings
+    )

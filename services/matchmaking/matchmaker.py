@@ -30,6 +30,8 @@ from services.matchmaking.store import MatchmakingStore
 
 PAIRING_INTERVAL_S = 0.25
 RETRY_INTERVAL_S = 1.0
+FAIRNESS_TIMEOUT_S = 5.0
+"""How long a fairness ``Commit`` may take before the join or pairing that needs it is given up."""
 _log = get_logger(__name__)
 
 
@@ -65,6 +67,8 @@ class Matchmaker:
             fairness_pb2_grpc.FairnessServiceStub(self._fairness_channel) if self._fairness_channel else None
         )
         self._seekers: dict[str, tuple[Seeker, pb.EnterQueueRequest]] = {}
+        self._pairing: dict[str, tuple[Seeker, pb.EnterQueueRequest]] = {}
+        """Seekers taken out of ``_seekers`` while their pairing is being made; back there if it fails."""
         self._pairing_wanted = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -98,16 +102,13 @@ class Matchmaker:
         currency: str,
         table_id: str | None,
     ) -> dict[str, Any]:
-        """The match row for two players; a fairness commitment is made first when the family needs one."""
+        """The match row for two players; a fairness commitment is made first when the family needs one.
+
+        Raises ``Unavailable`` when that commitment cannot be had (no fairness service configured, or it
+        failed or timed out); nothing is stored by then.
+        """
         match_id = self.shards.new_match_id(family)
-        commitment = ""
-        if family_rules(family).uses_chance:
-            if self._fairness is None:
-                raise Unavailable(f"{family} needs the fairness service (FAIRNESS_ADDRESS)")
-            reply = await self._fairness.Commit(
-                fairness_pb2.CommitRequest(match_id=match_id, idempotency_key=match_id)
-            )
-            commitment = reply.commitment
+        commitment = await self._commit(family, match_id) if family_rules(family).uses_chance else ""
         return {
             "match_id": match_id,
             "table_id": table_id,
@@ -124,6 +125,27 @@ class Matchmaker:
             "created_at_ms": self.time.now_ms(),
             "ended_at_ms": None,
         }
+
+    def require_fairness(self, family: str) -> None:
+        """``Unavailable`` when ``family`` uses chance and no fairness service is configured: then none of
+        its matches could ever be made, so no table or queue entry is accepted for it."""
+        if family_rules(family).uses_chance and self._fairness is None:
+            raise Unavailable(f"{family} needs the fairness service (FAIRNESS_ADDRESS)")
+
+    async def _commit(self, family: str, match_id: str) -> str:
+        self.require_fairness(family)
+        assert self._fairness is not None
+        try:
+            reply = await self._fairness.Commit(
+                fairness_pb2.CommitRequest(match_id=match_id, idempotency_key=match_id),
+                timeout=FAIRNESS_TIMEOUT_S,
+            )
+        except grpc.aio.AioRpcError as error:
+            raise Unavailable(
+                f"the fairness service could not commit to a seed for a {family} match "
+                f"({error.code().name}: {error.details()}); nothing was changed, try again"
+            ) from None
+        return str(reply.commitment)
 
     async def launch(self, match: dict[str, Any]) -> bool:
         """Create the match on its rules shard and tell both players; False if the shard is unreachable."""
@@ -189,28 +211,59 @@ class Matchmaker:
 
     def dequeue(self, player_id: str) -> None:
         self._seekers.pop(player_id, None)
+        self._pairing.pop(player_id, None)  # a pairing in flight will not put them back
 
     async def pair_now(self) -> int:
         """One pairing round over everyone queued; returns how many matches it made."""
         pairs = pair([s for s, _ in self._seekers.values()], self.time.now_ms())
         made = 0
         for first, second in pairs:
-            request = self._seekers[first.player_id][1]
-            self.dequeue(first.player_id)
-            self.dequeue(second.player_id)
+            # the longer-waiting player (first) takes seat 0 (White)
+            if await self._make_pair(first.player_id, second.player_id):
+                made += 1
+        return made
+
+    async def _make_pair(self, first: str, second: str) -> bool:
+        """Make the match of two queued players. If that fails (one of them left the queue meanwhile,
+        fairness is down, the database refused), whoever is still queued goes back into the queue with
+        their place (``entered_at_ms``) kept, to be paired in a later round; a player who left stays out.
+        """
+        taken = {player: self._seekers.pop(player) for player in (first, second) if player in self._seekers}
+        if len(taken) != 2:  # one of them left during this round: the other simply stays queued
+            self._seekers.update(taken)
+            return False
+        self._pairing.update(taken)
+        paired = False
+        left: set[str] = set()
+        try:
+            request = taken[first][1]
             match = await self.new_match_row(
                 request.family,
-                (first.player_id, second.player_id),  # the longer-waiting player takes seat 0 (White)
+                (first, second),
                 request.options.SerializeToString(),
                 request.time_control.SerializeToString(),
                 request.entry_fee_minor,
                 request.currency,
                 None,
             )
-            if await self.store.pair(first.player_id, second.player_id, match):
-                made += 1
-                await self.launch(match)
-        return made
+            paired = await self.store.pair(first, second, match)
+            if not paired:  # someone's queue row was gone: believe the store about who is still queued
+                left = {first, second} - await self.store.still_queued([first, second])
+        except Exception as error:
+            reason = error.reason if isinstance(error, ServiceError) else type(error).__name__
+            _log.warning("queue.pairing_failed", players=[first, second], reason=reason)
+        finally:
+            for player in (first, second):
+                entry = self._pairing.pop(player, None)
+                if entry is not None and not paired and player not in left:
+                    self._seekers[player] = entry
+        if not paired:
+            return False
+        try:
+            await self.launch(match)
+        except Exception as error:  # the match row exists: the retry loop creates it on its shard
+            _log.warning("match.launch_failed", match_id=match["match_id"], error=type(error).__name__)
+        return True
 
     async def _pair_forever(self) -> None:
         while True:

@@ -153,6 +153,14 @@ class MatchmakingStore:
         async with self._db.connect() as conn:
             return [dict(r._mapping) for r in await conn.execute(select(mm_queue))]
 
+    async def still_queued(self, player_ids: list[str]) -> set[str]:
+        """Which of ``player_ids`` still have their queue entry."""
+        async with self._db.connect() as conn:
+            rows = await conn.execute(
+                select(mm_queue.c.player_id).where(mm_queue.c.player_id.in_(player_ids))
+            )
+            return {row.player_id for row in rows}
+
     async def pair(self, first: str, second: str, match: dict[str, Any]) -> bool:
         """Take both players out of the queue into a new match, or neither (one left meanwhile)."""
         async with self._db.begin() as conn:

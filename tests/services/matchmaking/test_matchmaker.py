@@ -1,0 +1,162 @@
+"""The quick-match pairing round when making a match fails, on SQLite and PostgreSQL: a partner who left
+meanwhile, fairness down, the database failing. Nobody still queued is lost; whoever left stays gone.
+
+These drive :class:`Matchmaker` directly (its store on a real database, fairness over real gRPC) so that
+the failure lands exactly between the pairing decision and its transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from skillclassics.gin.v1 import gin_pb2
+from skillclassics.matchmaking.v1 import matchmaking_pb2 as pb
+from skillclassics.rules.v1 import rules_pb2
+
+from libs.pairing import Seeker
+from libs.persistence import Database
+from libs.runtime.timesource import ServiceTime
+from services.matchmaking.families import FAMILIES
+from services.matchmaking.lobby import LobbyHub
+from services.matchmaking.matchmaker import Matchmaker
+from services.matchmaking.shards import RulesShards
+from services.matchmaking.store import MatchmakingStore
+from tests.support import free_port, start_fairness
+
+GIN = rules_pb2.MatchOptions(gin=gin_pb2.GinOptions(variant=gin_pb2.VARIANT_STANDARD))
+
+
+class RecordingShards(RulesShards):
+    """Rules shards that only record the matches created on them."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            {"RULES_CHESS_ADDRESSES": "127.0.0.1:1", "RULES_GIN_ADDRESSES": "127.0.0.1:1"}, [*FAMILIES]
+        )
+        self.created: list[rules_pb2.CreateMatchRequest] = []
+
+    async def create_match(self, request: rules_pb2.CreateMatchRequest) -> None:
+        self.created.append(request)
+
+
+@pytest.fixture
+async def store(migrated_url: str) -> AsyncIterator[MatchmakingStore]:
+    db = Database(migrated_url)
+    yield MatchmakingStore(db)
+    await db.dispose()
+
+
+@pytest.fixture
+async def fairness_port() -> int:
+    return free_port()  # nothing listens there until a test starts fairness on it
+
+
+@pytest.fixture
+async def matchmaker(store: MatchmakingStore, fairness_port: int) -> AsyncIterator[Matchmaker]:
+    made = Matchmaker(store, RecordingShards(), LobbyHub(), ServiceTime(), f"127.0.0.1:{fairness_port}")
+    yield made
+    await made.close()
+
+
+async def enter(mm: Matchmaker, player: str, family: str = "chess") -> None:
+    """What ``EnterQueue`` does once the request is valid: the queue row, then the in-memory seeker."""
+    request = pb.EnterQueueRequest(
+        player_id=player,
+        family=family,
+        options=GIN if family == "gin" else rules_pb2.MatchOptions(),
+        time_control=rules_pb2.TimeControl(base_ms=10 * 60_000),
+        entry_fee_minor=100,
+        currency="USD",
+    )
+    now = mm.time.now_ms()
+    pool = f"{family}|test"
+    row = {"player_id": player, "pool": pool, "family": family, "rating": 1500, "entered_at_ms": now}
+    await mm.store.enter_queue({**row, "request": request.SerializeToString()})
+    mm.queue(Seeker(player, 1500, now, pool), request)
+    await asyncio.sleep(0.002)  # distinct entry times: the first to enter waited longest
+
+
+async def opponents(store: MatchmakingStore, player: str) -> list[tuple[str, str]]:
+    """``player``'s matches as (seat 0, seat 1)."""
+    return [(m["player0"], m["player1"]) for m in await store.matches_of(player, "")]
+
+
+async def test_a_partner_leaving_mid_pairing_stays_gone_and_the_other_is_paired_later(
+    matchmaker: Matchmaker, store: MatchmakingStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await enter(matchmaker, "leaver")
+    await enter(matchmaker, "stayer")
+    pair_in_store = store.pair
+
+    async def leave_just_before(first: str, second: str, match: dict[str, Any]) -> bool:
+        # LeaveQueue, exactly as the servicer does it, between the pairing decision and its transaction.
+        matchmaker.dequeue("leaver")
+        assert await store.leave_queue("leaver")
+        return await pair_in_store(first, second, match)
+
+    monkeypatch.setattr(store, "pair", leave_just_before)
+    assert await matchmaker.pair_now() == 0
+    monkeypatch.setattr(store, "pair", pair_in_store)
+    assert await store.still_queued(["leaver", "stayer"]) == {"stayer"}
+    assert await opponents(store, "stayer") == []
+
+    assert await matchmaker.pair_now() == 0  # the one left has nobody to pair with (the leaver is gone)
+    await enter(matchmaker, "newcomer")
+    assert await matchmaker.pair_now() == 1
+    assert await opponents(store, "stayer") == [("stayer", "newcomer")]  # kept their place: seat 0
+    assert await store.still_queued(["stayer", "newcomer"]) == set()
+    assert await opponents(store, "leaver") == []
+    await enter(matchmaker, "leaver")  # free: nothing of the failed pairing holds them
+
+
+async def test_fairness_down_keeps_both_queued_and_they_pair_once_it_is_back(
+    matchmaker: Matchmaker,
+    store: MatchmakingStore,
+    fairness_port: int,
+    migrated_url: str,
+    tmp_path: Path,
+) -> None:
+    shards = matchmaker.shards
+    assert isinstance(shards, RecordingShards)
+    await enter(matchmaker, "g1", "gin")
+    await enter(matchmaker, "g2", "gin")
+    for _ in range(2):  # the Commit fails (nothing listens): every round puts both back
+        assert await matchmaker.pair_now() == 0
+    assert await store.still_queued(["g1", "g2"]) == {"g1", "g2"}
+    assert await opponents(store, "g1") == []
+    assert shards.created == []
+
+    fairness = await start_fairness(migrated_url, tmp_path, GRPC_PORT=str(fairness_port))
+    try:
+        made = 0
+        async with asyncio.timeout(30):  # the channel reconnects after its back-off
+            while not made:
+                made = await matchmaker.pair_now()
+                await asyncio.sleep(0.2)
+    finally:
+        await fairness.stop(grace=0.5)
+    assert await opponents(store, "g1") == [("g1", "g2")]
+    [created] = shards.created
+    assert created.match_id.startswith("gin.0.")
+    assert len(created.fairness_commitment) == 64  # committed before the match was created
+
+
+async def test_a_database_error_while_pairing_loses_nobody(
+    matchmaker: Matchmaker, store: MatchmakingStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await enter(matchmaker, "d1")
+    await enter(matchmaker, "d2")
+    pair_in_store = store.pair
+
+    async def failing(first: str, second: str, match: dict[str, Any]) -> bool:
+        raise ConnectionResetError("the database went away")
+
+    monkeypatch.setattr(store, "pair", failing)
+    assert await matchmaker.pair_now() == 0
+    monkeypatch.setattr(store, "pair", pair_in_store)
+    assert await matchmaker.pair_now() == 1
+    assert await opponents(store, "d1") == [("d1", "d2")]
