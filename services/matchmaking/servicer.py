@@ -86,6 +86,7 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
         family.check_lobby_clock(request.time_control)
         _fee(request.entry_fee_minor, request.currency)
         self._mm.shards.require(family.name)  # no table or queue for a family nobody can host
+        self._mm.require_fairness(family.name)
         visibility = _VISIBILITY.get(request.visibility)
         if visibility is None:
             raise InvalidArgument(f"unknown visibility {request.visibility}")
@@ -124,7 +125,9 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
         self, request: pb.JoinTableRequest, context: grpc.aio.ServicerContext
     ) -> pb.JoinTableResponse:
         player = _player(request.player_id)
-        table = await self._store.table(request.table_id)
+        # Own, closed or full table, or a busy player: refused before a match id is minted or fairness is
+        # asked for a commitment, so a refused join leaves nothing behind (the transaction checks again).
+        table = await self._store.check_join(request.table_id, player)
         match = await self._mm.new_match_row(
             table["family"],
             (table["creator_id"], player),  # the creator hosts: seat 0, White in chess
@@ -154,6 +157,7 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
         family.check_lobby_clock(request.time_control)
         _fee(request.entry_fee_minor, request.currency)
         self._mm.shards.require(family.name)  # no table or queue for a family nobody can host
+        self._mm.require_fairness(family.name)
         control = request.time_control
         clock = f"{control.base_ms}+{control.increment_ms}"
         pool = f"{family.name}|{options_key}|{clock}|{request.entry_fee_minor}{request.currency}"

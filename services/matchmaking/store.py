@@ -84,19 +84,20 @@ class MatchmakingStore:
         async with self._db.connect() as conn:
             return [dict(r._mapping) for r in await conn.execute(query.order_by(mm_tables.c.created_at_ms))]
 
+    async def check_join(self, table_id: str, player_id: str) -> dict[str, Any]:
+        """The table ``player_id`` may join, or the reason they may not (``NotFound`` or
+        ``FailedPrecondition``): run before a match id is minted or fairness is asked for a commitment, so
+        a refused join leaves nothing behind. :meth:`join_table` checks again in its transaction."""
+        async with self._db.connect() as conn:
+            table = await self._joinable(conn, table_id, player_id)
+            await self._check_free(conn, player_id)
+        return dict(table._mapping)
+
     async def join_table(self, table_id: str, player_id: str, match: dict[str, Any]) -> dict[str, Any]:
         """Take the free seat: exactly one of several concurrent joiners wins; the match row is written."""
         try:
             async with self._db.begin() as conn:
-                table = (
-                    await conn.execute(select(mm_tables).where(mm_tables.c.table_id == table_id))
-                ).first()
-                if table is None:
-                    raise NotFound(f"no table {table_id}")
-                if table.creator_id == player_id:
-                    raise FailedPrecondition("you cannot join your own table")
-                if table.status != "open":
-                    raise FailedPrecondition(f"table {table_id} is not open (it is {table.status})")
+                table = await self._joinable(conn, table_id, player_id)
                 await self._busy(conn, player_id, "match", match["match_id"], match["created_at_ms"])
                 taken = await conn.execute(
                     update(mm_tables)
@@ -114,6 +115,17 @@ class MatchmakingStore:
         except IntegrityError:
             raise FailedPrecondition(f"table {table_id} was just taken by someone else") from None
         return await self.table(table_id)
+
+    @staticmethod
+    async def _joinable(conn: AsyncConnection, table_id: str, player_id: str) -> Any:
+        table = (await conn.execute(select(mm_tables).where(mm_tables.c.table_id == table_id))).first()
+        if table is None:
+            raise NotFound(f"no table {table_id}")
+        if table.creator_id == player_id:
+            raise FailedPrecondition("you cannot join your own table")
+        if table.status != "open":
+            raise FailedPrecondition(f"table {table_id} is not open (it is {table.status})")
+        return table
 
     async def cancel_table(self, table_id: str, player_id: str) -> dict[str, Any]:
         async with self._db.begin() as conn:
@@ -317,6 +329,13 @@ class MatchmakingStore:
     # -- helpers -------------------------------------------------------------------------------------
 
     async def _busy(self, conn: AsyncConnection, player_id: str, kind: str, ref: str, now_ms: int) -> None:
+        await self._check_free(conn, player_id)
+        await conn.execute(
+            insert(mm_activity).values(player_id=player_id, kind=kind, ref=ref, since_ms=now_ms)
+        )
+
+    @staticmethod
+    async def _check_free(conn: AsyncConnection, player_id: str) -> None:
         current = (
             await conn.execute(select(mm_activity).where(mm_activity.c.player_id == player_id))
         ).first()
@@ -325,6 +344,3 @@ class MatchmakingStore:
                 current.kind
             ]
             raise FailedPrecondition(f"player {player_id} is already {doing} {current.ref}")
-        await conn.execute(
-            insert(mm_activity).values(player_id=player_id, kind=kind, ref=ref, since_ms=now_ms)
-        )

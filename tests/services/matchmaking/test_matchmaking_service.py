@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import grpc
 import pytest
@@ -17,7 +19,8 @@ from skillclassics.rules.v1 import rules_pb2, rules_pb2_grpc
 from libs.runtime import RunningServer
 from services.matchmaking.service import MatchmakingService
 from services.rules_chess.service import chess_rules_service
-from tests.support import free_port, start_in_process
+from services.rules_gin.service import gin_rules_service
+from tests.support import free_port, start_fairness, start_in_process
 
 MINUTE = 60_000
 FAILED, INVALID = grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.INVALID_ARGUMENT
@@ -31,33 +34,72 @@ class Platform:
     database_url: str
     mm: matchmaking_pb2_grpc.MatchmakingServiceStub
     chess: rules_pb2_grpc.RulesServiceStub
+    mm_env: dict[str, str]
+    """Matchmaking's environment (rules shards, fairness), to restart it as it was."""
+    fairness: RunningServer | None = None
+    gin: RunningServer | None = None
+
+    async def restart_matchmaking(self) -> None:
+        await self.matchmaking.stop(grace=0.5)
+        self.matchmaking = await _start_matchmaking(self.database_url, self.mm_port, self.mm_env)
 
 
-async def _start_matchmaking(database_url: str, port: int, rules_address: str) -> RunningServer:
-    env = {"RULES_CHESS_ADDRESSES": rules_address}
+async def _start_matchmaking(database_url: str, port: int, env: dict[str, str]) -> RunningServer:
     return await start_in_process("matchmaking", MatchmakingService, database_url, env, GRPC_PORT=str(port))
 
 
-@pytest.fixture
-async def platform(database_url: str) -> AsyncIterator[Platform]:
+@contextlib.asynccontextmanager
+async def running_platform(
+    database_url: str, data_dir: Path | None = None, *, chance: bool = False
+) -> AsyncIterator[Platform]:
+    """Matchmaking and the chess rules service; with ``chance``, also fairness (its data in ``data_dir``)
+    and the gin rules service, wired as in production (the rules services report to fairness too)."""
+    servers: list[RunningServer] = []
     mm_port = free_port()
-    rules_env = {"MATCHMAKING_ADDRESS": f"127.0.0.1:{mm_port}"}
-    rules = await start_in_process("rules-chess", chess_rules_service, database_url, rules_env)
-    matchmaking = await _start_matchmaking(database_url, mm_port, rules.address)
+    reporting = {"MATCHMAKING_ADDRESS": f"127.0.0.1:{mm_port}"}
+    mm_env: dict[str, str] = {}
+    fairness = gin = None
+    if chance:
+        assert data_dir is not None
+        fairness = await start_fairness(database_url, data_dir)
+        servers.append(fairness)
+        reporting["FAIRNESS_ADDRESS"] = mm_env["FAIRNESS_ADDRESS"] = fairness.address
+    rules = await start_in_process("rules-chess", chess_rules_service, database_url, reporting)
+    servers.append(rules)
+    mm_env["RULES_CHESS_ADDRESSES"] = rules.address
+    if chance:
+        gin = await start_in_process("rules-gin", gin_rules_service, database_url, reporting)
+        servers.append(gin)
+        mm_env["RULES_GIN_ADDRESSES"] = gin.address
+    matchmaking = await _start_matchmaking(database_url, mm_port, mm_env)
     async with (
         grpc.aio.insecure_channel(matchmaking.address) as mm_channel,
         grpc.aio.insecure_channel(rules.address) as rules_channel,
     ):
-        yield Platform(
+        platform = Platform(
             rules,
             matchmaking,
             mm_port,
             database_url,
             matchmaking_pb2_grpc.MatchmakingServiceStub(mm_channel),
             rules_pb2_grpc.RulesServiceStub(rules_channel),
+            mm_env,
+            fairness,
+            gin,
         )
-    await matchmaking.stop(grace=0.5)
-    await rules.stop(grace=0.5)
+        try:
+            yield platform
+        finally:
+            await platform.matchmaking.stop(grace=0.5)  # (a test may have restarted it, or fairness)
+            for server in reversed([platform.fairness, *servers]):
+                if server is not None:
+                    await server.stop(grace=0.5)
+
+
+@pytest.fixture
+async def platform(database_url: str) -> AsyncIterator[Platform]:
+    async with running_platform(database_url) as running:
+        yield running
 
 
 def table_request(
@@ -103,6 +145,45 @@ async def next_event(
             event: pb.WatchLobbyResponse = await stream.read()
             if event.WhichOneof("event") == kind:
                 return event
+
+
+async def act(platform: Platform, match_id: str, ply: int, seat: int, action: chess_pb2.ChessAction) -> None:
+    await platform.chess.SubmitAction(
+        rules_pb2.SubmitActionRequest(
+            match_id=match_id,
+            seat=seat,
+            idempotency_key=f"a{ply}",
+            action=rules_pb2.Action(chess=action),
+        )
+    )
+
+
+async def fools_mate(platform: Platform, white: str, black: str) -> str:
+    """A table of ``white``, joined by ``black``, who mates in two moves; the match id."""
+    table = (await platform.mm.CreateTable(table_request(white))).table
+    joined = await platform.mm.JoinTable(pb.JoinTableRequest(player_id=black, table_id=table.table_id))
+    for ply, move in enumerate(["f3", "e5", "g4", "Qh4#"]):
+        await act(platform, joined.table.match_id, ply, ply % 2, chess_pb2.ChessAction(move=move))
+    return joined.table.match_id
+
+
+async def rated_games(
+    mm: matchmaking_pb2_grpc.MatchmakingServiceStub, player: str, games: int
+) -> pb.GetRatingsResponse:
+    """``player``'s ratings once their chess rating counts ``games`` games (results arrive from the rules
+    service's outbox, a moment after the game ends)."""
+    async with asyncio.timeout(10):
+        while True:
+            ratings = await mm.GetRatings(pb.GetRatingsRequest(player_id=player))
+            if any(r.family == "chess" and r.games == games for r in ratings.ratings):
+                return ratings
+            await asyncio.sleep(0.05)
+
+
+def elo_change(k: int, rating: int, opponent: int, score: float) -> int:
+    """The Elo formula, written out here independently of libs.ratings (no exact halves in these tests)."""
+    expected = 1 / (1 + 10 ** ((opponent - rating) / 400))
+    return round(k * (score - expected))
 
 
 async def test_create_list_join_makes_the_match_and_tells_both(platform: Platform) -> None:
@@ -217,19 +298,7 @@ async def test_a_whole_game_updates_both_ratings_by_elo(platform: Platform) -> N
     mm = platform.mm
     events = mm.WatchLobby(pb.WatchLobbyRequest(player_id="winner"))
     await next_event(events, "subscribed")
-    table = (await mm.CreateTable(table_request("loser"))).table
-    match_id = (
-        await mm.JoinTable(pb.JoinTableRequest(player_id="winner", table_id=table.table_id))
-    ).table.match_id
-    for ply, move in enumerate(["f3", "e5", "g4", "Qh4#"]):
-        await platform.chess.SubmitAction(
-            rules_pb2.SubmitActionRequest(
-                match_id=match_id,
-                seat=ply % 2,
-                idempotency_key=f"m{ply}",
-                action=rules_pb2.Action(chess=chess_pb2.ChessAction(move=move)),
-            )
-        )
+    match_id = await fools_mate(platform, "loser", "winner")
     changed = (await next_event(events, "rating_changed")).rating_changed
     assert (changed.before, changed.after) == (1500, 1520)  # K = 40 for a new player: 1500 + 40 * 0.5
     ratings = await mm.GetRatings(pb.GetRatingsRequest(player_id="loser"))
@@ -241,8 +310,7 @@ async def test_a_whole_game_updates_both_ratings_by_elo(platform: Platform) -> N
     assert played.result.termination == rules_pb2.TERMINATION_CHECKMATE
     assert played.result.winner == 1
     assert (played.rating_before, played.rating_after) == (1500, 1520)
-    finished = (await mm.ListTables(pb.ListTablesRequest(family="chess"))).tables
-    assert table.table_id not in [t.table_id for t in finished]
+    assert (await mm.ListTables(pb.ListTablesRequest(family="chess"))).tables == []  # the table closed
     await mm.CreateTable(table_request("winner"))  # free to play again
     events.cancel()
 
@@ -277,14 +345,23 @@ async def test_concurrent_joins_of_the_last_seat_have_one_winner(platform: Platf
 
 async def test_a_restart_keeps_tables_queue_and_ratings(platform: Platform) -> None:
     mm = platform.mm
+    match_id = await fools_mate(platform, "kept-loser", "kept-winner")
+    before = {p: await rated_games(mm, p, 1) for p in ("kept-loser", "kept-winner")}
+    assert [(r.rating, r.games) for r in before["kept-winner"].ratings] == [(1520, 1)]
+    played = await mm.GetMatchHistory(pb.GetMatchHistoryRequest(player_id="kept-winner"))
     table = (await mm.CreateTable(table_request("keeper", minutes=20))).table
     await mm.EnterQueue(queue_request("waiting", minutes=30))
-    await platform.matchmaking.stop(grace=0.5)
-    platform.matchmaking = await _start_matchmaking(
-        platform.database_url, platform.mm_port, platform.rules.address
-    )
+
+    await platform.restart_matchmaking()
     async with grpc.aio.insecure_channel(platform.matchmaking.address) as channel:
         stub = matchmaking_pb2_grpc.MatchmakingServiceStub(channel)
+        for player, ratings in before.items():
+            assert await stub.GetRatings(pb.GetRatingsRequest(player_id=player)) == ratings
+        loser = await stub.GetRatings(pb.GetRatingsRequest(player_id="kept-loser"))
+        assert [(r.family, r.rating, r.games) for r in loser.ratings] == [("chess", 1480, 1)]
+        assert [(c.match_id, c.before, c.after) for c in loser.history] == [(match_id, 1500, 1480)]
+        assert await stub.GetMatchHistory(pb.GetMatchHistoryRequest(player_id="kept-winner")) == played
+        assert played.matches[0].rating_after == 1520
         listed = await stub.ListTables(pb.ListTablesRequest(family="chess"))
         assert table.table_id in [t.table_id for t in listed.tables]
         events = stub.WatchLobby(pb.WatchLobbyRequest(player_id="waiting"))
