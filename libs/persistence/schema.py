@@ -194,6 +194,8 @@ mm_ratings = Table(
     Column("family", String(32), primary_key=True),
     Column("rating", Integer, nullable=False),
     Column("games", Integer, nullable=False),
+    # The highest rating ever held in the family: from 2400 on, K stays 10 even after a fall below.
+    Column("peak", Integer, nullable=False),
 )
 
 mm_rating_changes = Table(

@@ -231,7 +231,10 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
     ) -> pb.GetRatingsResponse:
         current, history = await self._store.ratings(_player(request.player_id))
         return pb.GetRatingsResponse(
-            ratings=[pb.Rating(family=r["family"], rating=r["rating"], games=r["games"]) for r in current],
+            ratings=[
+                pb.Rating(family=r["family"], rating=r["rating"], games=r["games"], peak=r["peak"])
+                for r in current
+            ],
             history=[
                 pb.RatingChange(
                     family=c["family"],

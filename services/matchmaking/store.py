@@ -258,7 +258,7 @@ class MatchmakingStore:
                 .select_from(mm_ratings)
                 .where(mm_ratings.c.player_id == player, mm_ratings.c.family == family)
             )
-            values = {"rating": new.rating, "games": new.games}
+            values = {"rating": new.rating, "games": new.games, "peak": new.peak}
             if exists:
                 await conn.execute(
                     update(mm_ratings)
@@ -293,7 +293,9 @@ class MatchmakingStore:
         if lock:
             query = query.with_for_update()
         found = (await conn.execute(query)).first()
-        return PlayerRating(INITIAL_RATING, 0) if found is None else PlayerRating(found.rating, found.games)
+        if found is None:
+            return PlayerRating(INITIAL_RATING, 0)
+        return PlayerRating(found.rating, found.games, found.peak)
 
     async def ratings(self, player_id: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         async with self._db.connect() as conn:
