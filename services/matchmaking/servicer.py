@@ -13,11 +13,11 @@ from skillclassics.rules.v1 import rules_pb2
 
 from libs.pairing import Seeker
 from libs.runtime.errors import InvalidArgument
+from services.matchmaking.currencies import currency_problem
 from services.matchmaking.families import family_rules
 from services.matchmaking.matchmaker import Matchmaker
 
 _PLAYER = re.compile(r"[A-Za-z0-9._:@-]{1,128}")
-_CURRENCY = re.compile(r"[A-Z]{3}")
 MAX_FEE_MINOR = 10**12
 _VISIBILITY = {
     pb.VISIBILITY_UNSPECIFIED: "public",
@@ -46,8 +46,13 @@ def _fee(fee: int, currency: str) -> None:
         raise InvalidArgument(f"entry_fee_minor must not be negative, got {fee}")
     if fee > MAX_FEE_MINOR:
         raise InvalidArgument(f"entry_fee_minor must be at most {MAX_FEE_MINOR}")
-    if not _CURRENCY.fullmatch(currency):
-        raise InvalidArgument(f"currency must be an ISO 4217 code such as USD, got {currency!r}")
+    _currency(currency)
+
+
+def _currency(code: str) -> None:
+    problem = currency_problem(code)
+    if problem is not None:
+        raise InvalidArgument(problem)
 
 
 def table_proto(row: dict[str, Any]) -> pb.Table:
@@ -115,7 +120,15 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
         self, request: pb.ListTablesRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListTablesResponse:
         family = family_rules(request.family)
-        rows = await self._store.open_tables(family.name, request.max_entry_fee_minor, request.currency)
+        if request.currency:
+            _currency(request.currency)
+        if request.max_entry_fee_minor < 0:
+            raise InvalidArgument(
+                f"max_entry_fee_minor must not be negative, got {request.max_entry_fee_minor}"
+            )
+        rows = await self._store.open_tables(
+            family.name, request.max_entry_fee_minor, request.currency, free_only=request.free_only
+        )
         tables = [table_proto(r) for r in rows]
         if request.base_ms:
             tables = [t for t in tables if t.time_control.base_ms == request.base_ms]

@@ -72,12 +72,16 @@ class MatchmakingStore:
             raise NotFound(f"no table {table_id}")
         return dict(found._mapping)
 
-    async def open_tables(self, family: str, max_fee: int, currency: str) -> list[dict[str, Any]]:
-        """The public open tables of a family, oldest first."""
+    async def open_tables(
+        self, family: str, max_fee: int, currency: str, *, free_only: bool = False
+    ) -> list[dict[str, Any]]:
+        """The public open tables of a family, oldest first; ``max_fee`` 0 and ``currency`` "" mean any."""
         query = select(mm_tables).where(
             mm_tables.c.family == family, mm_tables.c.status == "open", mm_tables.c.visibility == "public"
         )
-        if max_fee:
+        if free_only:
+            query = query.where(mm_tables.c.entry_fee_minor == 0)
+        elif max_fee:
             query = query.where(mm_tables.c.entry_fee_minor <= max_fee)
         if currency:
             query = query.where(mm_tables.c.currency == currency)

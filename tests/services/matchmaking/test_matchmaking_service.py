@@ -120,14 +120,18 @@ def table_request(
     return request
 
 
+def _queue_fields(player: str, minutes: int = 5) -> dict[str, object]:
+    return {
+        "player_id": player,
+        "family": "chess",
+        "time_control": rules_pb2.TimeControl(base_ms=minutes * MINUTE),
+        "entry_fee_minor": 100,
+        "currency": "USD",
+    }
+
+
 def queue_request(player: str, minutes: int = 5) -> pb.EnterQueueRequest:
-    return pb.EnterQueueRequest(
-        player_id=player,
-        family="chess",
-        time_control=rules_pb2.TimeControl(base_ms=minutes * MINUTE),
-        entry_fee_minor=100,
-        currency="USD",
-    )
+    return pb.EnterQueueRequest(**_queue_fields(player, minutes))  # type: ignore[arg-type]
 
 
 async def refused(call: object, code: grpc.StatusCode, reason: str) -> None:
@@ -370,6 +374,93 @@ async def test_a_restart_keeps_tables_queue_and_ratings(platform: Platform) -> N
         ready = (await next_event(events, "match_ready")).match_ready
         assert ready.opponent_id == "newcomer"
         events.cancel()
+        # Ratings keep counting from where they were: the next game is rated from 1520 / 1480.
+        await fools_mate(platform, "kept-winner", "kept-loser")
+        after = await rated_games(stub, "kept-loser", 2)
+        assert [(c.before, c.after) for c in after.history][-1] == (
+            1480,
+            1480 + elo_change(40, 1480, 1520, 1.0),
+        )
+
+
+async def test_a_draw_by_agreement_moves_both_ratings_by_elo_with_half_a_point(platform: Platform) -> None:
+    mm = platform.mm
+    await fools_mate(platform, "draw-b", "draw-a")  # first a decisive game, so that the ratings differ
+    a = (await rated_games(mm, "draw-a", 1)).ratings[0].rating
+    b = (await rated_games(mm, "draw-b", 1)).ratings[0].rating
+    assert (a, b) == (1520, 1480)
+    request = table_request("draw-a")
+    request.options.chess.ruleset = chess_pb2.RULESET_FIDE  # the ruleset with draw offers
+    table = (await mm.CreateTable(request)).table
+    match_id = (
+        await mm.JoinTable(pb.JoinTableRequest(player_id="draw-b", table_id=table.table_id))
+    ).table.match_id
+    await act(platform, match_id, 0, 0, chess_pb2.ChessAction(move="e4"))
+    await act(platform, match_id, 1, 1, chess_pb2.ChessAction(move="e5"))
+    await act(platform, match_id, 2, 0, chess_pb2.ChessAction(draw=chess_pb2.DRAW_ACTION_OFFER))
+    await act(platform, match_id, 3, 1, chess_pb2.ChessAction(draw=chess_pb2.DRAW_ACTION_ACCEPT))
+
+    a_after = await rated_games(mm, "draw-a", 2)
+    b_after = await rated_games(mm, "draw-b", 2)
+    # Both still provisional (K = 40); each scored 0.5: the higher-rated one loses what was expected.
+    change_a, change_b = elo_change(40, a, b, 0.5), elo_change(40, b, a, 0.5)
+    assert (change_a, change_b) == (-2, 2)
+    assert [(r.rating, r.games) for r in a_after.ratings] == [(a + change_a, 2)]
+    assert [(r.rating, r.games) for r in b_after.ratings] == [(b + change_b, 2)]
+    assert (a_after.history[-1].match_id, a_after.history[-1].before) == (match_id, a)
+    drawn = (await mm.GetMatchHistory(pb.GetMatchHistoryRequest(player_id="draw-a"))).matches[0]
+    assert drawn.match_id == match_id
+    assert drawn.result.termination == rules_pb2.TERMINATION_DRAW_AGREED
+    assert not drawn.result.HasField("winner")
+
+
+async def test_a_player_who_reached_2400_keeps_k_10_below_it(platform: Platform) -> None:
+    from sqlalchemy import insert
+
+    from libs.persistence import Database
+    from libs.persistence.schema import mm_ratings
+
+    db = Database(platform.database_url)
+    try:
+        async with db.begin() as conn:  # two veterans at 2390; one of them once held 2450
+            await conn.execute(
+                insert(mm_ratings),
+                [
+                    {"player_id": "former-im", "family": "chess", "rating": 2390, "games": 60, "peak": 2450},
+                    {"player_id": "club", "family": "chess", "rating": 2390, "games": 60, "peak": 2390},
+                ],
+            )
+    finally:
+        await db.dispose()
+    await fools_mate(platform, "former-im", "club")  # the club player wins
+    former = await rated_games(platform.mm, "former-im", 61)
+    club = await rated_games(platform.mm, "club", 61)
+    assert [(r.rating, r.peak) for r in former.ratings] == [(2390 - 5, 2450)]  # K = 10: 10 * 0.5
+    assert [(r.rating, r.peak) for r in club.ratings] == [(2390 + 10, 2400)]  # K = 20: 20 * 0.5
+
+
+async def test_currencies_are_active_iso_4217_codes_and_free_tables_can_be_listed(platform: Platform) -> None:
+    mm = platform.mm
+    await refused(mm.CreateTable(table_request("cur", currency="XYZ")), INVALID, "active ISO 4217 code")
+    await refused(mm.CreateTable(table_request("cur", currency="XAU")), INVALID, "not money")
+    await refused(
+        mm.EnterQueue(pb.EnterQueueRequest(**{**_queue_fields("cur"), "currency": "HRK"})),
+        INVALID,
+        "ISO 4217",
+    )
+    await refused(mm.ListTables(pb.ListTablesRequest(family="chess", currency="usd")), INVALID, "ISO 4217")
+    free = (await mm.CreateTable(table_request("free-host", fee=0, currency="EUR"))).table
+    paid = (await mm.CreateTable(table_request("paid-host", fee=250, currency="EUR"))).table
+
+    async def listed(**filters: object) -> list[str]:
+        reply = await mm.ListTables(pb.ListTablesRequest(family="chess", **filters))  # type: ignore[arg-type]
+        return [t.table_id for t in reply.tables]
+
+    assert await listed() == [free.table_id, paid.table_id]
+    assert await listed(max_entry_fee_minor=0) == [free.table_id, paid.table_id]  # 0 there means any
+    assert await listed(free_only=True) == [free.table_id]
+    assert await listed(free_only=True, currency="USD") == []
+    assert await listed(max_entry_fee_minor=300, currency="EUR") == [free.table_id, paid.table_id]
 
 
 async def test_shorter_match_windows_reach_the_rules_service_and_production_refuses_them(
