@@ -37,9 +37,10 @@ class ClockService(Service):
         if not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", self.shard):
             raise ConfigError(f"CLOCK_SHARD must be 1-64 characters of A-Z a-z 0-9 . _ -, got {self.shard!r}")
         self._db: Database | None = None
-        self._store: TimerStore | None = None
+        self.store: TimerStore | None = None
         self._lock: ShardLock | None = None
         self.scheduler: Scheduler | None = None
+        self.servicer: ClockServicer | None = None
 
     @property
     def service_names(self) -> Sequence[str]:
@@ -51,20 +52,23 @@ class ClockService(Service):
         self._db = Database(self._config.database_url)
         self._lock = ShardLock(self._db, f"clock/{self.shard}")
         await self._lock.acquire()
-        self._store = store = TimerStore(self._db, self.shard)
+        self.store = store = TimerStore(self._db, self.shard)
         self.scheduler = Scheduler()
         timers = await store.load()
         self.scheduler.load(timers)
         _log.info("clock.timers_loaded", shard=self.shard, timers=len(timers))
-        clock_pb2_grpc.add_ClockServiceServicer_to_server(ClockServicer(store, self.scheduler), server)
+        self.servicer = ClockServicer(store, self.scheduler)
+        clock_pb2_grpc.add_ClockServiceServicer_to_server(self.servicer, server)
 
     async def drain(self) -> None:
         if self.scheduler is not None:
             self.scheduler.close()  # watch streams end with UNAVAILABLE; watchers reconnect elsewhere
 
     async def close(self) -> None:
-        if self._store is not None:
-            await self._store.close()
+        if self.servicer is not None:
+            await self.servicer.settled()  # the changes of calls cancelled by the stop, before the writer
+        if self.store is not None:
+            await self.store.close()
         if self._lock is not None:
             await self._lock.release()
         if self._db is not None:

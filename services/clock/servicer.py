@@ -1,11 +1,20 @@
-"""The gRPC face of the clock service: validate, persist, schedule, stream."""
+"""The gRPC face of the clock service: validate, persist, schedule, stream.
+
+Every change to a timer (Arm, Cancel, Ack) is one unit: the database write, then the matching update of
+the scheduler in memory. A call can be cancelled at any await (the client's deadline passes, it hangs
+up) while its write is being committed, and the write commits all the same; so once the unit has the
+timer's lock it runs to its end in a task of its own, shielded from the call. Memory then changes if and
+only if the write committed: no stored timer that never fires, no forgotten timer that still fires.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import re
 import zlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Coroutine
+from functools import partial
+from typing import Any, TypeVar
 
 import grpc
 from skillclassics.clock.v1 import clock_pb2, clock_pb2_grpc
@@ -21,6 +30,7 @@ MAX_BEHIND_MS = 60_000
 """A deadline up to a minute in the past is accepted (it fires at once); further back is a mistake."""
 _NAME = re.compile(r"[A-Za-z0-9._:/-]{1,128}")
 _LOCK_STRIPES = 256
+T = TypeVar("T")
 
 
 def _name(field: str, value: str) -> str:
@@ -39,9 +49,40 @@ class ClockServicer(clock_pb2_grpc.ClockServiceServicer):
         self._scheduler = scheduler
         # Calls on one timer are applied one at a time, so memory follows the database's order.
         self._locks = [asyncio.Lock() for _ in range(_LOCK_STRIPES)]
+        self._units: set[asyncio.Task[object]] = set()
 
     def _lock(self, owner: str, timer_id: str) -> asyncio.Lock:
         return self._locks[zlib.crc32(f"{owner}\0{timer_id}".encode()) % _LOCK_STRIPES]
+
+    async def _exclusive(self, owner: str, timer_id: str, change: Callable[[], Coroutine[Any, Any, T]]) -> T:
+        """Run ``change`` (a store write, then the scheduler update) holding the timer's lock, as a unit
+        the call's cancellation cannot cut in two.
+
+        Waiting for the lock can be cancelled: nothing has happened yet. Once the lock is held,
+        ``change`` runs in a task of its own to its end, whatever happens to the call, and the lock is
+        released only when it has finished; the call just stops waiting for it.
+        """
+        lock = self._lock(owner, timer_id)
+        await lock.acquire()
+        try:
+            unit: asyncio.Task[T] = asyncio.get_running_loop().create_task(change())
+        except BaseException:
+            lock.release()
+            raise
+        self._units.add(unit)
+        unit.add_done_callback(partial(self._unit_done, lock))
+        return await asyncio.shield(unit)
+
+    def _unit_done(self, lock: asyncio.Lock, unit: asyncio.Task[object]) -> None:
+        lock.release()
+        self._units.discard(unit)
+        if not unit.cancelled():
+            unit.exception()  # retrieved here: the call that started it may have stopped waiting
+
+    async def settled(self) -> None:
+        """Wait until every unit in progress has finished (the units of cancelled calls included)."""
+        while self._units:
+            await asyncio.wait(set(self._units))  # unlike gather, never cancels them
 
     async def Arm(
         self, request: clock_pb2.ArmRequest, context: grpc.aio.ServicerContext
@@ -59,36 +100,46 @@ class ClockServicer(clock_pb2_grpc.ClockServiceServicer):
             )
         if request.deadline_ms > now_ms + MAX_AHEAD_MS:
             raise InvalidArgument(f"deadline_ms {request.deadline_ms} is more than 7 days ahead")
-        async with self._lock(owner, timer_id):
+
+        async def change() -> tuple[TimerEntry, bool]:
             replaced = self._scheduler.get(owner, timer_id) is not None
             entry = await self._store.arm(
                 owner, timer_id, request.deadline_ms, bytes(request.payload), now_ms
             )
             self._scheduler.arm(entry)
+            return entry, replaced
+
+        entry, replaced = await self._exclusive(owner, timer_id, change)
         return clock_pb2.ArmResponse(timer=_timer(entry), replaced=replaced)
 
     async def Cancel(
         self, request: clock_pb2.CancelRequest, context: grpc.aio.ServicerContext
     ) -> clock_pb2.CancelResponse:
         owner, timer_id = _name("owner", request.owner), _name("timer_id", request.timer_id)
-        async with self._lock(owner, timer_id):
+
+        async def change() -> bool:
             cancelled = await self._store.remove(owner, timer_id)
             self._scheduler.remove(owner, timer_id)
-        return clock_pb2.CancelResponse(cancelled=cancelled)
+            return cancelled
+
+        return clock_pb2.CancelResponse(cancelled=await self._exclusive(owner, timer_id, change))
 
     async def Ack(
         self, request: clock_pb2.AckRequest, context: grpc.aio.ServicerContext
     ) -> clock_pb2.AckResponse:
         owner, timer_id = _name("owner", request.owner), _name("timer_id", request.timer_id)
-        async with self._lock(owner, timer_id):
+
+        async def change() -> bool:
             entry = self._scheduler.get(owner, timer_id)
             if entry is None or entry.arm_id != request.arm_id:
-                return clock_pb2.AckResponse(acknowledged=False)
+                return False
             if entry.fired_at_ms is None:
                 raise FailedPrecondition(f"timer {timer_id} of {owner} has not expired yet")
             await self._store.remove(owner, timer_id, request.arm_id)
             self._scheduler.remove(owner, timer_id, request.arm_id)
-        return clock_pb2.AckResponse(acknowledged=True)
+            return True
+
+        return clock_pb2.AckResponse(acknowledged=await self._exclusive(owner, timer_id, change))
 
     async def WatchExpirations(
         self, request: clock_pb2.WatchExpirationsRequest, context: grpc.aio.ServicerContext

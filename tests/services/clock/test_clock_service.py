@@ -3,68 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import grpc
 import pytest
 from skillclassics.clock.v1 import clock_pb2 as pb
-from skillclassics.clock.v1 import clock_pb2_grpc
 
-from libs.runtime import RunningServer
-from services.clock.service import ClockService
-from tests.support import ServiceProcess, start_in_process
-
-ROOT = Path(__file__).resolve().parents[3]
-Stub = clock_pb2_grpc.ClockServiceStub
-OWNER = "rules-chess-0"
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
-async def _start(url: str) -> RunningServer:
-    return await start_in_process("clock", ClockService, url)
-
-
-@pytest.fixture
-async def server(database_url: str) -> AsyncIterator[RunningServer]:
-    running = await _start(database_url)
-    yield running
-    await running.stop(grace=0.5)
-
-
-@pytest.fixture
-async def stub(server: RunningServer) -> AsyncIterator[Stub]:
-    async with grpc.aio.insecure_channel(server.address) as channel:
-        yield Stub(channel)
-
-
-async def arm(stub: Stub, timer_id: str, in_ms: int, payload: bytes = b"", owner: str = OWNER) -> pb.Timer:
-    reply = await stub.Arm(
-        pb.ArmRequest(owner=owner, timer_id=timer_id, deadline_ms=now_ms() + in_ms, payload=payload)
-    )
-    timer: pb.Timer = reply.timer
-    return timer
-
-
-async def collect(stub: Stub, count: int, within: float = 3.0, owner: str = OWNER) -> list[pb.Expiration]:
-    """Open a watch stream, read ``count`` expirations (or fewer if ``within`` passes), close it."""
-    call = stub.WatchExpirations(pb.WatchExpirationsRequest(owner=owner))
-    received: list[pb.Expiration] = []
-    try:
-        async with asyncio.timeout(within):
-            while len(received) < count:
-                reply = await call.read()
-                assert reply is not grpc.aio.EOF
-                received.append(reply.expiration)
-    except TimeoutError:
-        pass
-    finally:
-        call.cancel()
-    return received
+from tests.services.clock.support import OWNER, Stub, arm, collect, now_ms
+from tests.services.clock.support import start as _start
+from tests.support import ServiceProcess
 
 
 async def test_timers_fire_in_deadline_order_with_their_payloads(stub: Stub) -> None:
