@@ -19,6 +19,8 @@ from libs.runtime.timesource import ServiceTime
 
 LATE_AFTER_MS = 1_000
 """An expiration delivered more than this after its deadline is marked late."""
+COMPACT_ABOVE = 1024
+"""The heap is never rebuilt while it holds at most this many entries."""
 WATCHER_QUEUE_LIMIT = 100_000
 """A watcher that falls this far behind is disconnected (it reconnects and gets what is pending)."""
 
@@ -100,6 +102,7 @@ class Scheduler:
         """Schedule ``entry``, replacing any timer with the same owner and id."""
         self._put(entry)
         heapq.heappush(self._heap, (entry.deadline_ms, entry.arm_id, entry.owner, entry.timer_id))
+        self._compact_if_stale()  # a re-arm leaves the replaced entry behind
         if self._handle_deadline_ms is None or entry.deadline_ms < self._handle_deadline_ms:
             self._reschedule()
 
@@ -116,19 +119,30 @@ class Scheduler:
         del owned[timer_id]
         if not owned:
             del self._by_owner[owner]
-        if len(self._heap) > 1024 and len(self._heap) > 2 * len(self._timers):
-            self._compact()
+        self._compact_if_stale()
         return entry
 
     @property
     def armed_count(self) -> int:
+        """Timers held: armed, or fired and waiting for their acknowledgement."""
         return len(self._timers)
+
+    @property
+    def heap_size(self) -> int:
+        """Entries in the heap, stale ones (cancelled, replaced, acknowledged) included."""
+        return len(self._heap)
 
     def _put(self, entry: TimerEntry) -> None:
         """Record ``entry`` as the owner's timer of that id (the heap is the caller's business: an append
         here would break the heap's order for :meth:`arm`, which pushes)."""
         self._timers[(entry.owner, entry.timer_id)] = entry
         self._by_owner.setdefault(entry.owner, {})[entry.timer_id] = entry
+
+    def _compact_if_stale(self) -> None:
+        """Rebuild the heap once stale entries outnumber the timers (amortised O(1) per call: after a
+        rebuild the heap must double again before the next one)."""
+        if len(self._heap) > COMPACT_ABOVE and len(self._heap) > 2 * len(self._timers):
+            self._compact()
 
     def _compact(self) -> None:
         self._heap = [
