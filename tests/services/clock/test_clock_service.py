@@ -9,16 +9,21 @@ import grpc
 import pytest
 from skillclassics.clock.v1 import clock_pb2 as pb
 
-from tests.services.clock.support import OWNER, Stub, arm, collect, now_ms
+from libs.runtime import RunningServer
+from tests.services.clock.support import OWNER, Stub, arm, collect, now_ms, parts, stored
 from tests.services.clock.support import start as _start
 from tests.support import ServiceProcess
 
 
 async def test_timers_fire_in_deadline_order_with_their_payloads(stub: Stub) -> None:
+    # Deadlines from one instant, far enough ahead that every Arm lands first, however slow a commit is.
+    base = now_ms() + 1_500
     delays = {"t3": 240, "t1": 80, "t5": 400, "t2": 160, "t4": 320}
     for timer_id, delay in delays.items():
-        await arm(stub, timer_id, delay, payload=timer_id.encode())
-    fired = await collect(stub, 5)
+        deadline, payload = base + delay, timer_id.encode()
+        await stub.Arm(pb.ArmRequest(owner=OWNER, timer_id=timer_id, deadline_ms=deadline, payload=payload))
+    assert now_ms() < base + 80, "arming took longer than the head start"
+    fired = await collect(stub, 5, within=10)
     assert [e.timer.timer_id for e in fired] == ["t1", "t2", "t3", "t4", "t5"]
     assert [e.timer.payload for e in fired] == [b"t1", b"t2", b"t3", b"t4", b"t5"]
     for expiration in fired:
@@ -32,13 +37,14 @@ async def test_cancel_and_rearm(stub: Stub) -> None:
     await arm(stub, "cancelled", 100)
     assert (await stub.Cancel(pb.CancelRequest(owner=OWNER, timer_id="cancelled"))).cancelled
     assert not (await stub.Cancel(pb.CancelRequest(owner=OWNER, timer_id="cancelled"))).cancelled
-    first = await arm(stub, "moved", 100, b"old")
+    first = await arm(stub, "moved", 1_500, b"old")
     second_reply = await stub.Arm(
         pb.ArmRequest(owner=OWNER, timer_id="moved", deadline_ms=now_ms() + 300, payload=b"new")
     )
     assert second_reply.replaced
     assert second_reply.timer.arm_id > first.arm_id
-    fired = await collect(stub, 2, within=1.0)
+    # Watch until well past the replaced deadline: only the new arming fires.
+    fired = await collect(stub, 2, within=(first.deadline_ms - now_ms()) / 1000 + 0.5)
     assert [(e.timer.timer_id, e.timer.payload) for e in fired] == [("moved", b"new")]
     assert fired[0].timer.arm_id == second_reply.timer.arm_id
 
@@ -95,14 +101,83 @@ async def test_ack_before_expiry_is_refused(stub: Stub) -> None:
     ],
 )
 async def test_bad_arms_are_refused_and_store_nothing(
-    stub: Stub, owner: str, timer_id: str, offset_ms: int, payload: bytes, reason: str
+    stub: Stub, database_url: str, owner: str, timer_id: str, offset_ms: int, payload: bytes, reason: str
 ) -> None:
     request = pb.ArmRequest(owner=owner, timer_id=timer_id, deadline_ms=now_ms() + offset_ms, payload=payload)
     with pytest.raises(grpc.aio.AioRpcError) as caught:
         await stub.Arm(request)
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert reason in (caught.value.details() or "")
-    assert not (await stub.Cancel(pb.CancelRequest(owner=OWNER, timer_id="t"))).cancelled
+    assert await stored(database_url) == []
+
+
+@pytest.mark.parametrize(
+    ("offset_ms", "payload", "reason"),
+    [
+        (1000, b"x" * 4097, "payload"),
+        (-3_600_000, b"", "in the past"),
+        (8 * 24 * 3600 * 1000, b"", "7 days"),
+    ],
+)
+async def test_a_refused_rearm_leaves_the_armed_timer_as_it_was(
+    server: RunningServer, stub: Stub, database_url: str, offset_ms: int, payload: bytes, reason: str
+) -> None:
+    _, scheduler, _ = parts(server)
+    kept = await arm(stub, "t", 60_000, b"keep")
+    request = pb.ArmRequest(owner=OWNER, timer_id="t", deadline_ms=now_ms() + offset_ms, payload=payload)
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await stub.Arm(request)
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert reason in (caught.value.details() or "")
+    [row] = await stored(database_url)
+    assert (row.arm_id, row.deadline_ms, row.payload) == (kept.arm_id, kept.deadline_ms, b"keep")
+    in_memory = scheduler.get(OWNER, "t")
+    assert in_memory is not None
+    assert (in_memory.arm_id, in_memory.deadline_ms, in_memory.payload) == (
+        kept.arm_id,
+        kept.deadline_ms,
+        b"keep",
+    )
+
+
+@pytest.mark.parametrize(("owner", "timer_id", "reason"), [("", "t", "owner"), (OWNER, "", "timer_id")])
+async def test_cancel_and_ack_refuse_an_empty_owner_or_id(
+    stub: Stub, database_url: str, owner: str, timer_id: str, reason: str
+) -> None:
+    await arm(stub, "t", 60_000)
+    calls = [
+        stub.Cancel(pb.CancelRequest(owner=owner, timer_id=timer_id)),
+        stub.Ack(pb.AckRequest(owner=owner, timer_id=timer_id, arm_id=1)),
+    ]
+    for call in calls:
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await call
+        assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert f"{reason} must be 1-128 characters" in (caught.value.details() or "")
+    assert [row.timer_id for row in await stored(database_url)] == ["t"]
+
+
+async def test_watching_refuses_an_empty_owner(stub: Stub) -> None:
+    call = stub.WatchExpirations(pb.WatchExpirationsRequest(owner=""))
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await call.read()
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "owner must be 1-128 characters" in (caught.value.details() or "")
+
+
+async def test_cancelling_a_fired_unacknowledged_timer_removes_it_for_good(
+    stub: Stub, database_url: str
+) -> None:
+    """The proto: "Cancel removes a timer, armed or expired-but-unacknowledged". It is not delivered
+    again, and its late Ack finds nothing to acknowledge."""
+    await arm(stub, "fired", 10, b"f")
+    [pending] = await collect(stub, 1)
+    assert [e.timer.timer_id for e in await collect(stub, 1)] == ["fired"]  # pending: redelivered
+    assert (await stub.Cancel(pb.CancelRequest(owner=OWNER, timer_id="fired"))).cancelled
+    assert await stored(database_url) == []
+    assert await collect(stub, 1, within=0.5) == []
+    ack = await stub.Ack(pb.AckRequest(owner=OWNER, timer_id="fired", arm_id=pending.timer.arm_id))
+    assert not ack.acknowledged
 
 
 async def test_a_deadline_just_past_fires_at_once(stub: Stub) -> None:
