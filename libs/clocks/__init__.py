@@ -11,6 +11,9 @@ from libs.clocks.clock import CLOCK_FORMAT, Clock, ClockAction, ClockEvent, Cloc
 from libs.clocks.control import (
     BACKGAMMON_QUICK,
     BACKGAMMON_STANDARD,
+    CHESS_LOBBY_CONTROLS,
+    GENERALS_CONTROLS,
+    GENERALS_DEFAULT,
     MINUTE_MS,
     SECOND_MS,
     ClockKind,
@@ -31,7 +34,10 @@ from libs.clocks.errors import (
 __all__ = [
     "BACKGAMMON_QUICK",
     "BACKGAMMON_STANDARD",
+    "CHESS_LOBBY_CONTROLS",
     "CLOCK_FORMAT",
+    "GENERALS_CONTROLS",
+    "GENERALS_DEFAULT",
     "MINUTE_MS",
     "SECOND_MS",
     "Clock",

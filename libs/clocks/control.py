@@ -39,6 +39,9 @@ from libs.clocks.errors import (
 __all__ = [
     "BACKGAMMON_QUICK",
     "BACKGAMMON_STANDARD",
+    "CHESS_LOBBY_CONTROLS",
+    "GENERALS_CONTROLS",
+    "GENERALS_DEFAULT",
     "MINUTE_MS",
     "SECOND_MS",
     "ClockKind",
@@ -286,3 +289,11 @@ BACKGAMMON_QUICK: Final = TimeControl.capped_bonus(30 * SECOND_MS, 10 * SECOND_M
 """Seed 002 "Quick Game": 30 s, +10 s for a move within 10 s, capped at 30 s."""
 BACKGAMMON_STANDARD: Final = TimeControl.capped_bonus(2 * MINUTE_MS, 20 * SECOND_MS, 20 * SECOND_MS)
 """Seed 002 "Single Game" and "Match": 2 min, +20 s for a move within 20 s, capped at 2 min."""
+CHESS_LOBBY_CONTROLS: Final = tuple(
+    TimeControl.sudden_death(minutes * MINUTE_MS) for minutes in (3, 5, 10, 20, 30)
+)
+"""Seed 000, chess head-to-head tables: 3, 5, 10, 20 or 30 minutes per player, no increment."""
+GENERALS_CONTROLS: Final = tuple(TimeControl.per_move(seconds * SECOND_MS) for seconds in (30, 60, 120))
+"""Seed 004, Game of the Generals: 30 s, 1 min or 2 min per move, fresh each move; the third strike loses."""
+GENERALS_DEFAULT: Final = GENERALS_CONTROLS[1]
+"""Seed 004: "1 minute (the default)"."""
