@@ -3,6 +3,8 @@ per-move clocks (seed 004) and Skirmish Chess's main and skirmish clocks (seed 0
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from libs.clocks import (
@@ -199,3 +201,16 @@ def test_skirmish_chess_a_skirmish_stops_the_main_clocks_for_a_bounded_time() ->
     per_side = SKIRMISH.base_ms + 7 * SKIRMISH.increment_ms - 1  # 8 moves, each leaving 1 ms
     assert now - start == 2 * per_side == 68 * S - 2
     assert COUNTDOWN + (now - start) < COUNTDOWN + 2 * (SKIRMISH.base_ms + 7 * SKIRMISH.increment_ms)
+
+
+def test_the_skirmish_chess_example_in_the_docs_holds() -> None:
+    """The worked example of docs/clocks.md runs, and its asserts hold."""
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "clocks.md").read_text()
+    section = doc[doc.index("### Skirmish Chess") :]
+    example = section[section.index("```python\n") + len("```python\n") : section.index("\n```\n")]
+    assert "skirmish.flag_at_ms() == 45_000" in example
+    names = {"Clock": Clock, "TimeControl": TimeControl, "MINUTE_MS": MINUTE_MS, "SECOND_MS": SECOND_MS}
+    exec(compile(example, "docs/clocks.md", "exec"), names)
+    main = names["main"]
+    assert isinstance(main, Clock)
+    assert main.to_move == 1
