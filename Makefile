@@ -5,6 +5,9 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PY := $(BIN)/python
 STAMP := $(VENV)/.installed
+# `run`, `test` and the other commands that use the stubs check them against protos/ first.
+PROTO_SOURCES := $(shell find protos -mindepth 1 \( -name '*.proto' -o -type d \))
+PROTOS_STAMP := $(VENV)/.protos-checked
 
 .DEFAULT_GOAL := help
 .PHONY: help setup protos check-protos migrate run demo load test test-postgres lint format bench clean
@@ -22,6 +25,14 @@ setup: $(STAMP) ## create the virtual environment and install everything (done a
 
 protos: $(STAMP) ## regenerate the Python and mypy stubs from protos/
 	$(PY) -m tools.gen_protos
+	@touch $(PROTOS_STAMP)
+
+# When a .proto (or a folder of protos/: a file added or removed) is newer than the last check, compare the
+# stubs with what the protos generate and regenerate them only if they differ. A fresh clone checks once
+# and leaves its committed stubs untouched. (CI runs check-protos first, so committed drift still fails.)
+$(PROTOS_STAMP): $(STAMP) $(PROTO_SOURCES)
+	@$(PY) -m tools.check_protos >/dev/null 2>&1 || { echo "protos/ changed: regenerating the stubs"; $(PY) -m tools.gen_protos; }
+	@touch $@
 
 check-protos: $(STAMP) ## fail if the committed stubs differ from what the protos generate
 	$(PY) -m tools.check_protos
@@ -29,20 +40,20 @@ check-protos: $(STAMP) ## fail if the committed stubs differ from what the proto
 migrate: $(STAMP) ## apply the database migrations (DATABASE_URL, default: SQLite under ./data)
 	$(PY) -m libs.persistence.migrate
 
-run: $(STAMP) ## start the whole stack on localhost with SQLite (Ctrl-C stops it)
+run: $(PROTOS_STAMP) ## start the whole stack on localhost with SQLite (Ctrl-C stops it)
 	$(PY) -m libs.launcher
 
 # Needs `make run` in another terminal. Overrides: GATEWAY_ADDRESS, FAIRNESS_ADDRESS, DEMO_FAMILIES
 # (chess,gin), DEMO_MAX_PLIES (300), DEMO_MINUTES, DATA_DIR (where the stack keeps its token key).
-demo: $(STAMP) ## two bots (random vs greedy) play each family through the running stack's gateway
+demo: $(PROTOS_STAMP) ## two bots (random vs greedy) play each family through the running stack's gateway
 	$(PY) -m clients.demo
 
 # Needs `make run` in another terminal, started with raised per-player limits for load:
 # GATEWAY_CALL_RATE=100000 GATEWAY_CALL_BURST=100000 make run. LOAD_ARGS passes options (docs/load-testing.md).
-load: $(STAMP) ## drive the running stack like real players and print the figures (LOAD_ARGS="--families chess=20,gin=10")
+load: $(PROTOS_STAMP) ## drive the running stack like real players and print the figures (LOAD_ARGS="--families chess=20,gin=10")
 	$(BIN)/skillclassics load $(LOAD_ARGS)
 
-test: $(STAMP) ## run the whole test suite (PostgreSQL tests skip, saying so, when no server is reachable)
+test: $(PROTOS_STAMP) ## run the whole test suite (PostgreSQL tests skip, saying so, when no server is reachable)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: $(STAMP) ## ruff, mypy, import layering and buf lint
@@ -56,7 +67,7 @@ format: $(STAMP) ## apply ruff's fixes and formatting
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-bench: $(STAMP) ## print the benchmark figures
+bench: $(PROTOS_STAMP) ## print the benchmark figures
 	$(PY) -m benchmarks
 
 clean: ## remove the virtual environment and local data
