@@ -37,8 +37,8 @@ $(PROTOS_STAMP): $(STAMP) $(PROTO_SOURCES)
 check-protos: $(STAMP) ## fail if the committed stubs differ from what the protos generate
 	$(PY) -m tools.check_protos
 
-migrate: $(STAMP) ## apply the database migrations (DATABASE_URL, default: SQLite under ./data)
-	$(PY) -m libs.persistence.migrate
+migrate: $(STAMP) ## migrate every service's database (SERVICE=fairness: one; DATA_DIR, DATABASE_URL)
+	$(PY) -m libs.persistence.migrate $(SERVICE)
 
 run: $(PROTOS_STAMP) ## start the whole stack on localhost with SQLite (Ctrl-C stops it)
 	$(PY) -m libs.launcher
