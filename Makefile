@@ -8,9 +8,11 @@ STAMP := $(VENV)/.installed
 # `run`, `test` and the other commands that use the stubs check them against protos/ first.
 PROTO_SOURCES := $(shell find protos -mindepth 1 \( -name '*.proto' -o -type d \))
 PROTOS_STAMP := $(VENV)/.protos-checked
+# The branch of this clone's git repository `make breaking` compares protos/ with.
+BREAKING_AGAINST ?= main
 
 .DEFAULT_GOAL := help
-.PHONY: help setup protos check-protos migrate run demo load test test-postgres lint format bench clean
+.PHONY: help setup protos check-protos breaking migrate run demo load test test-postgres lint format bench clean
 
 help: ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -37,6 +39,10 @@ $(PROTOS_STAMP): $(STAMP) $(PROTO_SOURCES)
 check-protos: $(STAMP) ## fail if the committed stubs differ from what the protos generate
 	$(PY) -m tools.check_protos
 
+# For a feature branch: compares protos/ as it is in the working tree with protos/ on BREAKING_AGAINST.
+breaking: $(STAMP) ## buf breaking: fail if protos/ breaks the contracts on main (BREAKING_AGAINST=branch)
+	cd protos && $(abspath $(BIN))/buf breaking --against '../.git#branch=$(BREAKING_AGAINST),subdir=protos'
+
 migrate: $(STAMP) ## migrate every service's database (SERVICE=fairness: one; DATA_DIR, DATABASE_URL)
 	$(PY) -m libs.persistence.migrate $(SERVICE)
 
@@ -56,12 +62,16 @@ load: $(PROTOS_STAMP) ## drive the running stack like real players and print the
 test: $(PROTOS_STAMP) ## run the whole test suite (PostgreSQL tests skip, saying so, when no server is reachable)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+# The tests marked postgres (data layer, services and full stacks on PostgreSQL); here they may not skip.
+test-postgres: $(PROTOS_STAMP) ## run only the PostgreSQL tests, failing if TEST_POSTGRES_URL's server is unreachable
+	REQUIRE_POSTGRES=1 $(PY) -m pytest -m postgres $(PYTEST_ARGS)
+
 lint: $(STAMP) ## ruff, mypy, import layering and buf lint
 	$(BIN)/ruff check --no-cache .
 	$(BIN)/ruff format --no-cache --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
-	cd protos && ../$(BIN)/buf lint
+	cd protos && $(abspath $(BIN))/buf lint
 
 format: $(STAMP) ## apply ruff's fixes and formatting
 	$(BIN)/ruff check --fix .
