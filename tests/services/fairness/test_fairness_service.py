@@ -18,7 +18,7 @@ from sqlalchemy import select
 from libs.fairness.derivation import DrawSpec, draw_values, stream_key
 from libs.fairness.proof import Proof, verify
 from libs.persistence import Database
-from libs.persistence.schema import fairness_commitments
+from libs.persistence.schema import fairness_client_seeds, fairness_commitments, fairness_draws
 from libs.runtime import RunningServer
 from services.fairness.service import FairnessService
 from tests.support import ServiceProcess, start_in_process
@@ -52,6 +52,27 @@ async def _status(stub: Stub, match_id: str) -> pb.GetCommitmentResponse:
     return reply
 
 
+async def _stored(database_url: str, match_id: str) -> dict[str, list[tuple[object, ...]]]:
+    """Every stored row of ``match_id``, table by table, read straight from the database."""
+    db = Database(database_url)
+    try:
+        async with db.connect() as conn:
+            rows: dict[str, list[tuple[object, ...]]] = {}
+            for table in (fairness_commitments, fairness_client_seeds, fairness_draws):
+                result = await conn.execute(select(table).where(table.c.match_id == match_id))
+                rows[table.name] = sorted(tuple(row) for row in result)
+            return rows
+    finally:
+        await db.dispose()
+
+
+async def _revealed(stub: Stub, match_id: str) -> pb.RevealResponse:
+    """Finish ``match_id`` and reveal everything recorded for it."""
+    await stub.Finish(pb.FinishRequest(match_id=match_id))
+    reply: pb.RevealResponse = await stub.Reveal(pb.RevealRequest(match_id=match_id))
+    return reply
+
+
 async def _refused(call: object, code: grpc.StatusCode, reason: str) -> None:
     with pytest.raises(grpc.aio.AioRpcError) as caught:
         await call  # type: ignore[misc]
@@ -66,19 +87,29 @@ def dice(match_id: str, count: int = 2, index: int | None = None, stream: str = 
     return request
 
 
-async def test_commit_is_idempotent_per_key_and_unique_per_match(stub: Stub) -> None:
+async def test_commit_is_idempotent_per_key_and_unique_per_match(database_url: str, stub: Stub) -> None:
     first = await stub.Commit(pb.CommitRequest(match_id="m-1", idempotency_key="k-1"))
     assert len(first.commitment) == 64
     int(first.commitment, 16)
     again = await stub.Commit(pb.CommitRequest(match_id="m-1", idempotency_key="k-1"))
     assert again == first
+    stored = await _stored(database_url, "m-1")
+    status = await _status(stub, "m-1")
     await _refused(
         stub.Commit(pb.CommitRequest(match_id="m-1", idempotency_key="k-2")),
         grpc.StatusCode.ALREADY_EXISTS,
         "already has a commitment",
     )
+    # The refused second commitment changed nothing: not the commitment, its seed, nor its idempotency key.
+    assert await _stored(database_url, "m-1") == stored
+    assert await _status(stub, "m-1") == status
+    assert status.commitment == first.commitment
+    assert status.committed_at_ms == first.committed_at_ms
+    assert await stub.Commit(pb.CommitRequest(match_id="m-1", idempotency_key="k-1")) == first
     other = await stub.Commit(pb.CommitRequest(match_id="m-2", idempotency_key="k-1"))
     assert other.commitment != first.commitment
+    revealed = await _revealed(stub, "m-1")
+    assert revealed.commitment == first.commitment == hashlib.sha256(revealed.server_seed).hexdigest()
 
 
 async def test_a_full_match_reveals_a_proof_that_verifies(stub: Stub) -> None:
@@ -151,7 +182,9 @@ async def test_concurrent_draws_get_distinct_consecutive_indices(stub: Stub) -> 
     assert all(r.newly_issued for r in replies)
 
 
-async def test_client_seeds_only_before_the_first_draw_and_once_per_seat(stub: Stub) -> None:
+async def test_client_seeds_only_before_the_first_draw_and_once_per_seat(
+    database_url: str, stub: Stub
+) -> None:
     await stub.Commit(pb.CommitRequest(match_id="s", idempotency_key="k"))
     add = pb.AddClientSeedRequest(match_id="s", seat=0, client_seed=b"abc")
     await stub.AddClientSeed(add)
@@ -161,14 +194,22 @@ async def test_client_seeds_only_before_the_first_draw_and_once_per_seat(stub: S
         grpc.StatusCode.ALREADY_EXISTS,
         "seat 0",
     )
-    await stub.Draw(dice("s"))
-    await _refused(
-        stub.AddClientSeed(pb.AddClientSeedRequest(match_id="s", seat=1, client_seed=b"late")),
-        grpc.StatusCode.FAILED_PRECONDITION,
-        "before the first draw",
-    )
+    drawn = [(await stub.Draw(dice("s"))).draw, (await stub.Draw(dice("s", stream="other"))).draw]
+    stored = await _stored(database_url, "s")
+    for seat, seed in ((1, b"late"), (0, b"xyz")):
+        await _refused(
+            stub.AddClientSeed(pb.AddClientSeedRequest(match_id="s", seat=seat, client_seed=seed)),
+            grpc.StatusCode.FAILED_PRECONDITION,
+            "before the first draw",
+        )
+    # Neither the seeds nor the recorded draws changed: in the database and as revealed.
+    assert await _stored(database_url, "s") == stored
     status = await _status(stub, "s")
     assert [(c.seat, c.seed) for c in status.client_seeds] == [(0, b"abc")]
+    revealed = await _revealed(stub, "s")
+    assert [(c.seat, c.seed) for c in revealed.client_seeds] == [(0, b"abc")]
+    assert sorted(revealed.draws, key=lambda d: d.stream) == drawn
+    assert verify(Proof.from_json(revealed.proof_json)).ok
 
 
 @pytest.mark.parametrize(
@@ -234,11 +275,12 @@ async def test_client_seeds_only_before_the_first_draw_and_once_per_seat(stub: S
     ],
 )
 async def test_bad_input_is_refused_clearly_and_changes_nothing(
-    stub: Stub, request_: object, code: str, reason: str
+    database_url: str, stub: Stub, request_: object, code: str, reason: str
 ) -> None:
     await stub.Commit(pb.CommitRequest(match_id="b", idempotency_key="k"))
-    await stub.Draw(dice("b"))
+    drawn = (await stub.Draw(dice("b"))).draw
     before = await _status(stub, "b")
+    stored = await _stored(database_url, "b")
     method = {
         pb.DrawRequest: stub.Draw,
         pb.AddClientSeedRequest: stub.AddClientSeed,
@@ -247,7 +289,12 @@ async def test_bad_input_is_refused_clearly_and_changes_nothing(
         pb.RevealRequest: stub.Reveal,
     }[type(request_)]
     await _refused(method(request_), grpc.StatusCode[code], reason)
+    # Read back: the rows, the public state and, once revealed, the draws are as before the refusal.
+    assert await _stored(database_url, "b") == stored
     assert await _status(stub, "b") == before
+    revealed = await _revealed(stub, "b")
+    assert list(revealed.draws) == [drawn]
+    assert list(revealed.client_seeds) == []
 
 
 async def test_a_restart_loses_no_commitment_or_draw(database_url: str, tmp_path: Path) -> None:
