@@ -9,6 +9,7 @@ import sys
 
 BENCHMARKS = {
     "grpc": "benchmarks.grpc_baseline",
+    "ceiling": "benchmarks.ceiling",
     "fairness": "benchmarks.fairness",
     "clock": "benchmarks.clock",
     "chess": "benchmarks.chess",
