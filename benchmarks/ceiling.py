@@ -102,7 +102,9 @@ async def _serve(port: int, handlers: grpc.GenericRpcHandler) -> None:
     await server.wait_for_termination()
 
 
-async def drive(address: str, matches: int = MATCHES, seconds: float = SECONDS) -> float:
+async def drive(
+    address: str, matches: int = MATCHES, seconds: float = SECONDS, warm_up_s: float = WARM_UP_S
+) -> float:
     """Actions per second with ``matches`` matches, two players each, alternating with no think time."""
     async with grpc.aio.insecure_channel(address) as channel:
         await asyncio.wait_for(channel.channel_ready(), timeout=20)
@@ -132,7 +134,7 @@ async def drive(address: str, matches: int = MATCHES, seconds: float = SECONDS) 
                 stream.cancel()
 
         tasks = [asyncio.create_task(match(n)) for n in range(matches)]
-        await asyncio.sleep(WARM_UP_S)
+        await asyncio.sleep(warm_up_s)
         counting = True
         began = time.perf_counter()
         await asyncio.sleep(seconds)
@@ -143,7 +145,9 @@ async def drive(address: str, matches: int = MATCHES, seconds: float = SECONDS) 
         return rate
 
 
-async def ceiling_rate(matches: int = MATCHES, seconds: float = SECONDS) -> float:
+async def ceiling_rate(
+    matches: int = MATCHES, seconds: float = SECONDS, warm_up_s: float = WARM_UP_S
+) -> float:
     """Start the do-nothing rules and gateway processes and drive them."""
     rules_port, gateway_port = free_port(), free_port()
     processes = [
@@ -160,7 +164,7 @@ async def ceiling_rate(matches: int = MATCHES, seconds: float = SECONDS) -> floa
         ),
     ]
     try:
-        return await drive(f"127.0.0.1:{gateway_port}", matches, seconds)
+        return await drive(f"127.0.0.1:{gateway_port}", matches, seconds, warm_up_s)
     finally:
         for process in processes:
             process.terminate()
