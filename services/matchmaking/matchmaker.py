@@ -29,6 +29,9 @@ from services.matchmaking.shards import RulesShards
 from services.matchmaking.store import MatchmakingStore
 
 PAIRING_INTERVAL_S = 0.25
+PAIRING_BATCH = 64
+"""Pairs made together: one transaction takes them all out of the queue, their matches are created on
+the rules shards concurrently and marked playing in one more transaction."""
 RETRY_INTERVAL_S = 1.0
 FAIRNESS_TIMEOUT_S = 5.0
 """How long a fairness ``Commit`` may take before the join or pairing that needs it is given up."""
@@ -69,6 +72,8 @@ class Matchmaker:
         self._seekers: dict[str, tuple[Seeker, pb.EnterQueueRequest]] = {}
         self._pairing: dict[str, tuple[Seeker, pb.EnterQueueRequest]] = {}
         """Seekers taken out of ``_seekers`` while their pairing is being made; back there if it fails."""
+        self._launching: set[str] = set()
+        """Match ids being created on their shard right now (the retry loop leaves them alone)."""
         self._pairing_wanted = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -149,6 +154,38 @@ class Matchmaker:
 
     async def launch(self, match: dict[str, Any]) -> bool:
         """Create the match on its rules shard and tell both players; False if the shard is unreachable."""
+        return bool(await self.launch_many([match]))
+
+    async def launch_many(self, matches: list[dict[str, Any]]) -> list[str]:
+        """Create the matches on their rules shards (concurrently), mark them playing (one transaction)
+        and tell both players of each; the ids created. One whose shard is unreachable stays ``starting``
+        for the retry loop."""
+        self._launching.update(m["match_id"] for m in matches)
+        try:
+            created = await asyncio.gather(*(self._create(m) for m in matches))
+            done = [match for match, ok in zip(matches, created, strict=True) if ok]
+            if done:
+                await self.store.mark_playing_many(done)
+        finally:
+            self._launching.difference_update(m["match_id"] for m in matches)
+        now = self.time.now_ms()
+        for match in done:
+            for seat, (player, opponent) in enumerate(
+                ((match["player0"], match["player1"]), (match["player1"], match["player0"]))
+            ):
+                ready = pb.MatchReady(
+                    match_id=match["match_id"],
+                    family=match["family"],
+                    seat=seat,
+                    opponent_id=opponent,
+                    table_id=match["table_id"] or "",
+                )
+                self.hub.tell(player, pb.WatchLobbyResponse(match_ready=ready, at_ms=now))
+            if match["table_id"]:
+                await self.announce_table(match["table_id"])
+        return [match["match_id"] for match in done]
+
+    async def _create(self, match: dict[str, Any]) -> bool:
         chance = family_rules(match["family"]).uses_chance
         request = rules_pb2.CreateMatchRequest(
             match_id=match["match_id"],
@@ -169,21 +206,6 @@ class Matchmaker:
         except ServiceError as error:
             _log.warning("match.create_failed", match_id=match["match_id"], reason=error.reason)
             return False
-        await self.store.mark_playing(match)
-        now = self.time.now_ms()
-        for seat, (player, opponent) in enumerate(
-            ((match["player0"], match["player1"]), (match["player1"], match["player0"]))
-        ):
-            ready = pb.MatchReady(
-                match_id=match["match_id"],
-                family=match["family"],
-                seat=seat,
-                opponent_id=opponent,
-                table_id=match["table_id"] or "",
-            )
-            self.hub.tell(player, pb.WatchLobbyResponse(match_ready=ready, at_ms=now))
-        if match["table_id"]:
-            await self.announce_table(match["table_id"])
         return True
 
     async def announce_table(self, table_id: str) -> None:
@@ -197,8 +219,11 @@ class Matchmaker:
     async def _retry_forever(self) -> None:
         while True:
             try:
-                for match in await self.store.matches_starting():
-                    await self.launch(match)
+                waiting = [
+                    m for m in await self.store.matches_starting() if m["match_id"] not in self._launching
+                ]
+                for start in range(0, len(waiting), PAIRING_BATCH):
+                    await self.launch_many(waiting[start : start + PAIRING_BATCH])
             except Exception as error:  # the database is unreachable: try again later
                 _log.warning("match.retry_scan_failed", error=type(error).__name__)
             await asyncio.sleep(RETRY_INTERVAL_S)
@@ -217,53 +242,80 @@ class Matchmaker:
         """One pairing round over everyone queued; returns how many matches it made."""
         pairs = pair([s for s, _ in self._seekers.values()], self.time.now_ms())
         made = 0
-        for first, second in pairs:
-            # the longer-waiting player (first) takes seat 0 (White)
-            if await self._make_pair(first.player_id, second.player_id):
-                made += 1
+        for start in range(0, len(pairs), PAIRING_BATCH):
+            # the longer-waiting player of each pair (first) takes seat 0 (White)
+            batch = [
+                (first.player_id, second.player_id) for first, second in pairs[start : start + PAIRING_BATCH]
+            ]
+            made += await self._make_pairs(batch)
         return made
 
-    async def _make_pair(self, first: str, second: str) -> bool:
-        """Make the match of two queued players. If that fails (one of them left the queue meanwhile,
-        fairness is down, the database refused), whoever is still queued goes back into the queue with
-        their place (``entered_at_ms``) kept, to be paired in a later round; a player who left stays out.
-        """
-        taken = {player: self._seekers.pop(player) for player in (first, second) if player in self._seekers}
-        if len(taken) != 2:  # one of them left during this round: the other simply stays queued
-            self._seekers.update(taken)
-            return False
-        self._pairing.update(taken)
-        paired = False
+    async def _make_pairs(self, pairs: list[tuple[str, str]]) -> int:
+        """Make the matches of pairs of queued players; how many were made. A pair that fails (one of them
+        left the queue meanwhile, fairness is down, the database refused) loses nobody: whoever is still
+        queued goes back into the queue with their place (``entered_at_ms``) kept, to be paired in a later
+        round; a player who left stays out."""
+        held: list[tuple[str, str]] = []
+        requests: list[pb.EnterQueueRequest] = []
+        for first, second in pairs:
+            taken = {p: self._seekers.pop(p) for p in (first, second) if p in self._seekers}
+            if len(taken) == 2:
+                self._pairing.update(taken)
+                held.append((first, second))
+                requests.append(taken[first][1])
+            else:  # one of them left during this round: the other simply stays queued
+                self._seekers.update(taken)
+        made: list[dict[str, Any]] = []
         left: set[str] = set()
         try:
-            request = taken[first][1]
-            match = await self.new_match_row(
-                request.family,
-                (first, second),
-                request.options.SerializeToString(),
-                request.time_control.SerializeToString(),
-                request.entry_fee_minor,
-                request.currency,
-                None,
+            rows = await asyncio.gather(
+                *(self._match_row(pair_, request) for pair_, request in zip(held, requests, strict=True)),
+                return_exceptions=True,
             )
-            paired = await self.store.pair(first, second, match)
-            if not paired:  # someone's queue row was gone: believe the store about who is still queued
-                left = {first, second} - await self.store.still_queued([first, second])
+            candidates = []
+            for (first, second), row in zip(held, rows, strict=True):
+                if isinstance(row, BaseException):
+                    reason = row.reason if isinstance(row, ServiceError) else type(row).__name__
+                    _log.warning("queue.pairing_failed", players=[first, second], reason=reason)
+                else:
+                    candidates.append((first, second, row))
+            if candidates:
+                paired = await self.store.pair_many(candidates)
+                made = [match for (_, _, match), ok in zip(candidates, paired, strict=True) if ok]
+                missed = [
+                    p for (f, s, _), ok in zip(candidates, paired, strict=True) if not ok for p in (f, s)
+                ]
+                if missed:  # someone's queue row was gone: believe the store about who is still queued
+                    left = set(missed) - await self.store.still_queued(missed)
         except Exception as error:
-            reason = error.reason if isinstance(error, ServiceError) else type(error).__name__
-            _log.warning("queue.pairing_failed", players=[first, second], reason=reason)
+            _log.warning(
+                "queue.pairing_failed",
+                players=[p for pair_ in held for p in pair_],
+                error=type(error).__name__,
+            )
         finally:
-            for player in (first, second):
+            matched = {p for match in made for p in (match["player0"], match["player1"])}
+            for player in (p for pair_ in held for p in pair_):
                 entry = self._pairing.pop(player, None)
-                if entry is not None and not paired and player not in left:
+                if entry is not None and player not in matched and player not in left:
                     self._seekers[player] = entry
-        if not paired:
-            return False
-        try:
-            await self.launch(match)
-        except Exception as error:  # the match row exists: the retry loop creates it on its shard
-            _log.warning("match.launch_failed", match_id=match["match_id"], error=type(error).__name__)
-        return True
+        if made:
+            try:
+                await self.launch_many(made)
+            except Exception as error:  # the match rows exist: the retry loop creates them on their shards
+                _log.warning("match.launch_failed", matches=len(made), error=type(error).__name__)
+        return len(made)
+
+    async def _match_row(self, players: tuple[str, str], request: pb.EnterQueueRequest) -> dict[str, Any]:
+        return await self.new_match_row(
+            request.family,
+            players,
+            request.options.SerializeToString(),
+            request.time_control.SerializeToString(),
+            request.entry_fee_minor,
+            request.currency,
+            None,
+        )
 
     async def _pair_forever(self) -> None:
         while True:

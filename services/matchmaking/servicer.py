@@ -14,7 +14,7 @@ from skillclassics.rules.v1 import rules_pb2
 from libs.pairing import Seeker
 from libs.runtime.errors import InvalidArgument
 from services.matchmaking.currencies import currency_problem
-from services.matchmaking.families import family_rules
+from services.matchmaking.families import FamilyRules, family_rules
 from services.matchmaking.matchmaker import Matchmaker
 
 _PLAYER = re.compile(r"[A-Za-z0-9._:@-]{1,128}")
@@ -53,6 +53,18 @@ def _currency(code: str) -> None:
     problem = currency_problem(code)
     if problem is not None:
         raise InvalidArgument(problem)
+
+
+def queue_pool(request: pb.EnterQueueRequest) -> tuple[FamilyRules, str]:
+    """The family of a valid queue request and its pool: only seekers of the same family, options,
+    clock and fee are paired. ``InvalidArgument`` with the reason for a request that is not valid."""
+    family = family_rules(request.family)
+    options_key = family.check_options(request.options)
+    family.check_lobby_clock(request.time_control)
+    _fee(request.entry_fee_minor, request.currency)
+    control = request.time_control
+    clock = f"{control.base_ms}+{control.increment_ms}"
+    return family, f"{family.name}|{options_key}|{clock}|{request.entry_fee_minor}{request.currency}"
 
 
 def table_proto(row: dict[str, Any]) -> pb.Table:
@@ -165,15 +177,9 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
         self, request: pb.EnterQueueRequest, context: grpc.aio.ServicerContext
     ) -> pb.EnterQueueResponse:
         player = _player(request.player_id)
-        family = family_rules(request.family)
-        options_key = family.check_options(request.options)
-        family.check_lobby_clock(request.time_control)
-        _fee(request.entry_fee_minor, request.currency)
+        family, pool = queue_pool(request)
         self._mm.shards.require(family.name)  # no table or queue for a family nobody can host
         self._mm.require_fairness(family.name)
-        control = request.time_control
-        clock = f"{control.base_ms}+{control.increment_ms}"
-        pool = f"{family.name}|{options_key}|{clock}|{request.entry_fee_minor}{request.currency}"
         rating = (await self._store.rating(player, family.name)).rating
         now = self._mm.time.now_ms()
         await self._store.enter_queue(

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import bindparam, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -179,18 +179,40 @@ class MatchmakingStore:
 
     async def pair(self, first: str, second: str, match: dict[str, Any]) -> bool:
         """Take both players out of the queue into a new match, or neither (one left meanwhile)."""
+        return (await self.pair_many([(first, second, match)]))[0]
+
+    async def pair_many(self, pairs: list[tuple[str, str, dict[str, Any]]]) -> list[bool]:
+        """Take each pair of players out of the queue into its new match, all in one transaction: a pair
+        whose two queue rows are both there is made; one where either player left meanwhile is not, and
+        loses nothing. Whether each pair was made, in order. (The queue rows are locked first, so a
+        concurrent ``leave_queue`` either comes before, and its pair is not made, or after, and finds
+        nothing to leave.)"""
+        players = [player for first, second, _ in pairs for player in (first, second)]
         async with self._db.begin() as conn:
-            taken = await conn.execute(delete(mm_queue).where(mm_queue.c.player_id.in_([first, second])))
-            if taken.rowcount != 2:
-                await conn.rollback()
-                return False
+            rows = await conn.execute(
+                select(mm_queue.c.player_id).where(mm_queue.c.player_id.in_(players)).with_for_update()
+            )
+            present = {row.player_id for row in rows}
+            made = [first in present and second in present for first, second, _ in pairs]
+            chosen = [item for item, ok in zip(pairs, made, strict=True) if ok]
+            if not chosen:
+                return made
+            taking = [player for first, second, _ in chosen for player in (first, second)]
+            taken = await conn.execute(delete(mm_queue).where(mm_queue.c.player_id.in_(taking)))
+            if taken.rowcount != len(taking):  # impossible under the lock; never make half a pairing
+                raise RuntimeError(f"took {taken.rowcount} queue rows for {len(taking)} players")
             await conn.execute(
                 update(mm_activity)
-                .where(mm_activity.c.player_id.in_([first, second]))
-                .values(kind="match", ref=match["match_id"])
+                .where(mm_activity.c.player_id == bindparam("who"))
+                .values(kind="match", ref=bindparam("match_id")),
+                [
+                    {"who": p, "match_id": match["match_id"]}
+                    for first, second, match in chosen
+                    for p in (first, second)
+                ],
             )
-            await conn.execute(insert(mm_matches).values(match))
-        return True
+            await conn.execute(insert(mm_matches), [match for _, _, match in chosen])
+        return made
 
     # -- matches -------------------------------------------------------------------------------------
 
@@ -200,16 +222,24 @@ class MatchmakingStore:
             return [dict(r._mapping) for r in rows]
 
     async def mark_playing(self, match: dict[str, Any]) -> None:
+        await self.mark_playing_many([match])
+
+    async def mark_playing_many(self, matches: list[dict[str, Any]]) -> None:
+        """The matches exist on their rules shards now: they (and their tables) are ``playing``."""
+        tables = [match["table_id"] for match in matches if match["table_id"]]
         async with self._db.begin() as conn:
             await conn.execute(
                 update(mm_matches)
-                .where(mm_matches.c.match_id == match["match_id"], mm_matches.c.status == "starting")
+                .where(
+                    mm_matches.c.match_id.in_([m["match_id"] for m in matches]),
+                    mm_matches.c.status == "starting",
+                )
                 .values(status="playing")
             )
-            if match["table_id"]:
+            if tables:
                 await conn.execute(
                     update(mm_tables)
-                    .where(mm_tables.c.table_id == match["table_id"], mm_tables.c.status == "starting")
+                    .where(mm_tables.c.table_id.in_(tables), mm_tables.c.status == "starting")
                     .values(status="playing")
                 )
 

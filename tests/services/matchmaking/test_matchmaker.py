@@ -22,7 +22,7 @@ from libs.persistence import Database
 from libs.runtime.timesource import ServiceTime
 from services.matchmaking.families import FAMILIES
 from services.matchmaking.lobby import LobbyHub
-from services.matchmaking.matchmaker import Matchmaker
+from services.matchmaking.matchmaker import PAIRING_BATCH, Matchmaker
 from services.matchmaking.shards import RulesShards
 from services.matchmaking.store import MatchmakingStore
 from tests.support import free_port, start_fairness
@@ -90,17 +90,17 @@ async def test_a_partner_leaving_mid_pairing_stays_gone_and_the_other_is_paired_
 ) -> None:
     await enter(matchmaker, "leaver")
     await enter(matchmaker, "stayer")
-    pair_in_store = store.pair
+    pair_in_store = store.pair_many
 
-    async def leave_just_before(first: str, second: str, match: dict[str, Any]) -> bool:
+    async def leave_just_before(pairs: list[tuple[str, str, dict[str, Any]]]) -> list[bool]:
         # LeaveQueue, exactly as the servicer does it, between the pairing decision and its transaction.
         matchmaker.dequeue("leaver")
         assert await store.leave_queue("leaver")
-        return await pair_in_store(first, second, match)
+        return await pair_in_store(pairs)
 
-    monkeypatch.setattr(store, "pair", leave_just_before)
+    monkeypatch.setattr(store, "pair_many", leave_just_before)
     assert await matchmaker.pair_now() == 0
-    monkeypatch.setattr(store, "pair", pair_in_store)
+    monkeypatch.setattr(store, "pair_many", pair_in_store)
     assert await store.still_queued(["leaver", "stayer"]) == {"stayer"}
     assert await opponents(store, "stayer") == []
 
@@ -150,13 +150,83 @@ async def test_a_database_error_while_pairing_loses_nobody(
 ) -> None:
     await enter(matchmaker, "d1")
     await enter(matchmaker, "d2")
-    pair_in_store = store.pair
+    pair_in_store = store.pair_many
 
-    async def failing(first: str, second: str, match: dict[str, Any]) -> bool:
+    async def failing(pairs: list[tuple[str, str, dict[str, Any]]]) -> list[bool]:
         raise ConnectionResetError("the database went away")
 
-    monkeypatch.setattr(store, "pair", failing)
+    monkeypatch.setattr(store, "pair_many", failing)
     assert await matchmaker.pair_now() == 0
-    monkeypatch.setattr(store, "pair", pair_in_store)
+    monkeypatch.setattr(store, "pair_many", pair_in_store)
     assert await matchmaker.pair_now() == 1
     assert await opponents(store, "d1") == [("d1", "d2")]
+
+
+async def test_a_round_of_many_pairs_is_made_in_batches_and_one_leaver_costs_only_their_pair(
+    matchmaker: Matchmaker, store: MatchmakingStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    players = [f"b{i:03}" for i in range(2 * PAIRING_BATCH + 2)]  # a full batch, then one more pair
+    for player in players:
+        await enter(matchmaker, player)
+    pair_in_store = store.pair_many
+    batches: list[int] = []
+
+    async def one_leaves_during_the_first_batch(pairs: list[tuple[str, str, dict[str, Any]]]) -> list[bool]:
+        if not batches:
+            matchmaker.dequeue("b004")
+            assert await store.leave_queue("b004")
+        batches.append(len(pairs))
+        return await pair_in_store(pairs)
+
+    monkeypatch.setattr(store, "pair_many", one_leaves_during_the_first_batch)
+    assert await matchmaker.pair_now() == PAIRING_BATCH  # 65 pairs, one of them lost to the leaver
+    assert batches == [PAIRING_BATCH, 1]
+    assert await store.still_queued(players) == {"b005"}  # b004's partner, back in the queue
+    shards = matchmaker.shards
+    assert isinstance(shards, RecordingShards)
+    assert len(shards.created) == PAIRING_BATCH
+    assert await opponents(store, "b000") == [("b000", "b001")]
+    assert await opponents(store, "b128") == [("b128", "b129")]
+    monkeypatch.setattr(store, "pair_many", pair_in_store)
+    await enter(matchmaker, "late")
+    assert await matchmaker.pair_now() == 1
+    assert await opponents(store, "b005") == [("b005", "late")]
+
+
+async def test_pair_many_makes_exactly_the_pairs_whose_players_are_all_still_queued(
+    matchmaker: Matchmaker, store: MatchmakingStore
+) -> None:
+    for player in ("p1", "p2", "p3", "p4", "p5", "p6"):
+        await enter(matchmaker, player)
+    assert await store.leave_queue("p3")
+
+    def row(match_id: str, first: str, second: str) -> dict[str, Any]:
+        return {
+            "match_id": match_id,
+            "table_id": None,
+            "family": "chess",
+            "player0": first,
+            "player1": second,
+            "entry_fee_minor": 100,
+            "currency": "USD",
+            "fairness_commitment": "",
+            "options": b"",
+            "time_control": b"",
+            "status": "starting",
+            "result": None,
+            "created_at_ms": 1,
+            "ended_at_ms": None,
+        }
+
+    made = await store.pair_many(
+        [
+            ("p1", "p2", row("chess.0.a", "p1", "p2")),
+            ("p3", "p4", row("chess.0.b", "p3", "p4")),
+            ("p5", "p6", row("chess.0.c", "p5", "p6")),
+        ]
+    )
+    assert made == [True, False, True]
+    assert await store.still_queued(["p1", "p2", "p3", "p4", "p5", "p6"]) == {"p4"}
+    assert await opponents(store, "p4") == []
+    assert sorted(m["match_id"] for m in await store.matches_starting()) == ["chess.0.a", "chess.0.c"]
+    assert not await store.pair("p1", "p4", row("chess.0.d", "p1", "p4"))  # p1 is in a match now

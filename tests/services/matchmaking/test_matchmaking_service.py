@@ -120,18 +120,14 @@ def table_request(
     return request
 
 
-def _queue_fields(player: str, minutes: int = 5) -> dict[str, object]:
-    return {
-        "player_id": player,
-        "family": "chess",
-        "time_control": rules_pb2.TimeControl(base_ms=minutes * MINUTE),
-        "entry_fee_minor": 100,
-        "currency": "USD",
-    }
-
-
 def queue_request(player: str, minutes: int = 5) -> pb.EnterQueueRequest:
-    return pb.EnterQueueRequest(**_queue_fields(player, minutes))  # type: ignore[arg-type]
+    return pb.EnterQueueRequest(
+        player_id=player,
+        family="chess",
+        time_control=rules_pb2.TimeControl(base_ms=minutes * MINUTE),
+        entry_fee_minor=100,
+        currency="USD",
+    )
 
 
 async def refused(call: object, code: grpc.StatusCode, reason: str) -> None:
@@ -168,7 +164,8 @@ async def fools_mate(platform: Platform, white: str, black: str) -> str:
     joined = await platform.mm.JoinTable(pb.JoinTableRequest(player_id=black, table_id=table.table_id))
     for ply, move in enumerate(["f3", "e5", "g4", "Qh4#"]):
         await act(platform, joined.table.match_id, ply, ply % 2, chess_pb2.ChessAction(move=move))
-    return joined.table.match_id
+    match_id: str = joined.table.match_id
+    return match_id
 
 
 async def rated_games(
@@ -178,7 +175,7 @@ async def rated_games(
     service's outbox, a moment after the game ends)."""
     async with asyncio.timeout(10):
         while True:
-            ratings = await mm.GetRatings(pb.GetRatingsRequest(player_id=player))
+            ratings: pb.GetRatingsResponse = await mm.GetRatings(pb.GetRatingsRequest(player_id=player))
             if any(r.family == "chess" and r.games == games for r in ratings.ratings):
                 return ratings
             await asyncio.sleep(0.05)
@@ -443,11 +440,9 @@ async def test_currencies_are_active_iso_4217_codes_and_free_tables_can_be_liste
     mm = platform.mm
     await refused(mm.CreateTable(table_request("cur", currency="XYZ")), INVALID, "active ISO 4217 code")
     await refused(mm.CreateTable(table_request("cur", currency="XAU")), INVALID, "not money")
-    await refused(
-        mm.EnterQueue(pb.EnterQueueRequest(**{**_queue_fields("cur"), "currency": "HRK"})),
-        INVALID,
-        "ISO 4217",
-    )
+    withdrawn = queue_request("cur")
+    withdrawn.currency = "HRK"  # the kuna, withdrawn when Croatia adopted the euro
+    await refused(mm.EnterQueue(withdrawn), INVALID, "ISO 4217")
     await refused(mm.ListTables(pb.ListTablesRequest(family="chess", currency="usd")), INVALID, "ISO 4217")
     free = (await mm.CreateTable(table_request("free-host", fee=0, currency="EUR"))).table
     paid = (await mm.CreateTable(table_request("paid-host", fee=250, currency="EUR"))).table
