@@ -261,6 +261,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
             currency=request.currency,
             base_ms=request.base_ms,
             limit=request.limit,
+            free_only=request.free_only,
         )
         reply = await self._lobby("ListTables", forwarded, context)
         return pb.ListTablesResponse(tables=reply.tables)

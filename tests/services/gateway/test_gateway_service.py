@@ -186,6 +186,8 @@ async def test_two_players_play_a_whole_game_through_the_gateway(platform: Platf
     assert table.creator_id == "alice"
     listed = await gw.ListTables(pb.ListTablesRequest(family="chess"), metadata=bob)
     assert [t.table_id for t in listed.tables] == [table.table_id]
+    free = await gw.ListTables(pb.ListTablesRequest(family="chess", free_only=True), metadata=bob)
+    assert list(free.tables) == []  # the filter reaches matchmaking: this table costs 500
     joined = (await gw.JoinTable(pb.JoinTableRequest(table_id=table.table_id), metadata=bob)).table
     alice_ready = (await next_lobby(alice_lobby, "match_ready")).match_ready
     bob_ready = (await next_lobby(bob_lobby, "match_ready")).match_ready

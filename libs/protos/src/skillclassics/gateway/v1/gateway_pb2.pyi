@@ -128,6 +128,7 @@ class ListTablesRequest(_message.Message):
     CURRENCY_FIELD_NUMBER: _builtins.int
     BASE_MS_FIELD_NUMBER: _builtins.int
     LIMIT_FIELD_NUMBER: _builtins.int
+    FREE_ONLY_FIELD_NUMBER: _builtins.int
     family: _builtins.str
     max_entry_fee_minor: _builtins.int
     """Only tables whose fee is at most this (0: any)."""
@@ -137,6 +138,8 @@ class ListTablesRequest(_message.Message):
     """Only tables with this main time (0: any)."""
     limit: _builtins.int
     """At most this many tables, oldest first (0: 100)."""
+    free_only: _builtins.bool
+    """Only free tables (an entry fee of 0); max_entry_fee_minor cannot say that, as 0 there means any."""
     def __init__(
         self,
         *,
@@ -145,10 +148,11 @@ class ListTablesRequest(_message.Message):
         currency: _builtins.str = ...,
         base_ms: _builtins.int = ...,
         limit: _builtins.int = ...,
+        free_only: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["base_ms", b"base_ms", "currency", b"currency", "family", b"family", "limit", b"limit", "max_entry_fee_minor", b"max_entry_fee_minor"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["base_ms", b"base_ms", "currency", b"currency", "family", b"family", "free_only", b"free_only", "limit", b"limit", "max_entry_fee_minor", b"max_entry_fee_minor"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
