@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Sequence
 
 from sqlalchemy.exc import IntegrityError
 
@@ -13,7 +14,7 @@ from libs.match.family import Family
 from libs.match.ids import MatchId, MatchIdError
 from libs.match.model import EventKind, MatchEvent, MatchSetup
 from libs.match.reporting import ResultReporter
-from libs.match.store import MatchStore
+from libs.match.store import MatchStore, MatchSummaryRow
 from libs.runtime.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
 from libs.runtime.log import get_logger
 from libs.runtime.timesource import ServiceTime
@@ -145,6 +146,10 @@ class MatchRuntime:
     def note_progress(self, actor: MatchActor) -> None:
         """Called after an action: a finished match moves to the finished list."""
         self._note_if_finished(actor)
+
+    async def summaries(self, statuses: Sequence[str]) -> list[MatchSummaryRow]:
+        """This shard's matches as committed, in any of ``statuses`` (all when empty), by match id."""
+        return await self._store.summaries(statuses)
 
     def live(self) -> list[MatchActor]:
         return [a for a in self._actors.values() if not a.record.is_over]

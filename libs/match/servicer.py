@@ -148,22 +148,25 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
     async def ListMatches(
         self, request: rules_pb2.ListMatchesRequest, context: grpc.aio.ServicerContext
     ) -> rules_pb2.ListMatchesResponse:
-        wanted = {_STATUS_NAMES[s] for s in request.statuses if s in _STATUS_NAMES}
-        summaries = []
-        for actor in self._runtime.live():
-            record = actor.record
-            if wanted and record.status.value not in wanted:
-                continue
-            summaries.append(
+        unknown = [s for s in request.statuses if s not in _STATUS_NAMES]
+        if unknown:
+            raise InvalidArgument(f"unknown match status {unknown[0]} in statuses")
+        wanted = sorted({_STATUS_NAMES[s] for s in request.statuses})
+        # From the database: what was committed (every acknowledged event), finished and aborted matches
+        # included, whether or not they are still in memory.
+        rows = await self._runtime.summaries(wanted)
+        return rules_pb2.ListMatchesResponse(
+            matches=[
                 rules_pb2.MatchSummary(
-                    match_id=record.match_id,
+                    match_id=row.match_id,
                     family=self._family.name,
-                    status=_STATUS[record.status.value],
-                    seats=_seats(record.setup),
-                    sequence=record.sequence,
+                    status=_STATUS[row.status],
+                    seats=[rules_pb2.SeatAssignment(seat=i, player_id=p) for i, p in enumerate(row.players)],
+                    sequence=row.sequence,
                 )
-            )
-        return rules_pb2.ListMatchesResponse(matches=sorted(summaries, key=lambda m: m.match_id))
+                for row in rows
+            ]
+        )
 
     async def GetRecord(
         self, request: rules_pb2.GetRecordRequest, context: grpc.aio.ServicerContext

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import and_, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from libs.match.model import EventKind, MatchEvent, MatchRecord, outcome_to_json
@@ -30,6 +30,17 @@ class MatchResultRow:
     result: dict[str, Any]
     record: str
     record_format: str
+
+
+@dataclass(frozen=True, slots=True)
+class MatchSummaryRow:
+    """One match of a shard as the database has it: for listing."""
+
+    match_id: str
+    status: str
+    sequence: int
+    players: tuple[str, ...]
+    """Player id by seat."""
 
 
 class MatchStore:
@@ -106,16 +117,31 @@ class MatchStore:
             )
             return [_event(row._mapping) for row in result]
 
-    async def summaries(self, statuses: Sequence[str]) -> list[tuple[str, str]]:
-        """(match id, status) of this shard's matches, optionally filtered by status."""
-        query = select(matches.c.match_id, matches.c.status).where(
-            matches.c.shard == self._shard, matches.c.family == self._family
+    async def summaries(self, statuses: Sequence[str]) -> list[MatchSummaryRow]:
+        """This shard's matches as committed (every status, or only ``statuses``), by match id.
+
+        The status is the summary kept with the log; the sequence is the last logged event's and the
+        players come from the ``created`` event, so finished and aborted matches that are no longer in
+        memory are listed like live ones.
+        """
+        created = match_events.alias("created")
+        last_sequence = (
+            select(func.max(match_events.c.sequence))
+            .where(match_events.c.match_id == matches.c.match_id)
+            .scalar_subquery()
+        )
+        query = (
+            select(matches.c.match_id, matches.c.status, last_sequence.label("sequence"), created.c.payload)
+            .join(created, and_(created.c.match_id == matches.c.match_id, created.c.sequence == 1))
+            .where(matches.c.shard == self._shard, matches.c.family == self._family)
         )
         if statuses:
             query = query.where(matches.c.status.in_(statuses))
         async with self._db.connect() as conn:
+            rows = await conn.execute(query.order_by(matches.c.match_id))
             return [
-                (row.match_id, row.status) for row in await conn.execute(query.order_by(matches.c.match_id))
+                MatchSummaryRow(row.match_id, row.status, int(row.sequence), tuple(row.payload["players"]))
+                for row in rows
             ]
 
     async def result(self, match_id: str) -> MatchResultRow | None:
@@ -174,4 +200,4 @@ def _event(row: Any) -> MatchEvent:
     )
 
 
-__all__: Sequence[str] = ["MatchResultRow", "MatchStore", "result_row"]
+__all__: Sequence[str] = ["MatchResultRow", "MatchStore", "MatchSummaryRow", "result_row"]

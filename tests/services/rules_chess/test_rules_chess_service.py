@@ -342,6 +342,64 @@ async def test_a_restart_resumes_every_match_with_its_clocks(database_url: str) 
         await second.stop(grace=0.5)
 
 
+async def test_list_matches_serves_every_status_with_its_filter(database_url: str) -> None:
+    first = await _start(database_url)
+    async with grpc.aio.insecure_channel(first.address) as channel:
+        stub = Stub(channel)
+        finished = await create(stub)
+        await play(stub, finished, "f3", "e5", "g4", "Qh4#")
+        aborted = await create(stub, first_move_timeout_ms=300)
+        await watch(stub, aborted, 1, 2)  # nobody moves: aborted after 0.3 s
+        live = await create(stub)
+        await play(stub, live, "e4")
+        waiting = await create(stub)
+        expected: dict[str, tuple[int, int]] = {
+            finished: (pb.MATCH_STATUS_FINISHED, 5),
+            aborted: (pb.MATCH_STATUS_ABORTED, 2),
+            live: (pb.MATCH_STATUS_LIVE, 2),
+            waiting: (pb.MATCH_STATUS_WAITING, 1),
+        }
+        await _check_listing(stub, expected)
+        await refused(
+            stub.ListMatches(pb.ListMatchesRequest(statuses=[pb.MATCH_STATUS_UNSPECIFIED])),
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "unknown match status",
+        )
+    await first.stop(grace=0.5)
+    # After a restart only the unfinished matches are in memory: the listing comes from the database.
+    second = await _start(database_url)
+    try:
+        async with grpc.aio.insecure_channel(second.address) as channel:
+            await _check_listing(Stub(channel), expected)
+    finally:
+        await second.stop(grace=0.5)
+
+
+async def _check_listing(stub: Stub, expected: dict[str, tuple[int, int]]) -> None:
+    """Every filter gives exactly the matches in those states, by match id, with seats and sequence."""
+
+    async def listed(*statuses: pb.MatchStatus.ValueType) -> dict[str, tuple[int, int]]:
+        reply = await stub.ListMatches(pb.ListMatchesRequest(statuses=statuses))
+        ids = [m.match_id for m in reply.matches]
+        assert ids == sorted(ids)
+        for summary in reply.matches:
+            assert summary.family == "chess"
+            assert [(s.seat, s.player_id) for s in summary.seats] == [(0, "alice"), (1, "bob")]
+        return {m.match_id: (m.status, m.sequence) for m in reply.matches}
+
+    def only(*statuses: int) -> dict[str, tuple[int, int]]:
+        return {k: v for k, v in expected.items() if v[0] in statuses}
+
+    assert await listed(pb.MATCH_STATUS_FINISHED) == only(pb.MATCH_STATUS_FINISHED)
+    assert await listed(pb.MATCH_STATUS_ABORTED) == only(pb.MATCH_STATUS_ABORTED)
+    both = await listed(pb.MATCH_STATUS_FINISHED, pb.MATCH_STATUS_ABORTED)
+    assert both == only(pb.MATCH_STATUS_FINISHED, pb.MATCH_STATUS_ABORTED)
+    assert len(both) == 2
+    assert await listed(pb.MATCH_STATUS_LIVE) == only(pb.MATCH_STATUS_LIVE)
+    assert await listed(pb.MATCH_STATUS_WAITING) == only(pb.MATCH_STATUS_WAITING)
+    assert await listed() == expected
+
+
 async def test_kill_9_mid_game_loses_no_acknowledged_move(database_url: str, tmp_path: Path) -> None:
     await _kill_9(database_url, tmp_path)
 
