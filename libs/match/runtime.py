@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from collections import OrderedDict
 from collections.abc import Sequence
+from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 
@@ -80,12 +82,15 @@ class MatchRuntime:
         return parsed
 
     async def create(self, setup: MatchSetup, idempotency_key: str) -> MatchActor:
+        """Create the match, or find it again for a retry of the request that created it.
+
+        A retry is the same request again: the same idempotency key, seats, options, clock, commitment and
+        timeouts. Anything else under an existing match id is ``ALREADY_EXISTS``, naming what differs.
+        """
         existing = await self._find(setup.match_id)
         if existing is not None:
-            first = existing.events[0]
-            if first.idempotency_key == idempotency_key:
-                return existing
-            raise AlreadyExists(f"match {setup.match_id} exists already")
+            _check_retry(existing.events[0], setup, idempotency_key)
+            return existing
         event = MatchEvent(1, EventKind.CREATED, setup.created_at_ms, setup.to_json(), None, idempotency_key)
         actor = self._actor([event])
         # Registered before the first await: a reader who finds the new row in the database while it is
@@ -163,6 +168,29 @@ class MatchRuntime:
         if self._chance is not None:
             await self._chance.close()
         await self._store.close()
+
+
+def _check_retry(created: MatchEvent, setup: MatchSetup, idempotency_key: str) -> None:
+    """Refuse a create request for an existing match unless it repeats the one that created it."""
+    match_id = setup.match_id
+    if created.idempotency_key != idempotency_key:
+        raise AlreadyExists(
+            f"match {match_id} exists already, created by another request (a different idempotency key)"
+        )
+    original = _plain(MatchSetup.from_json(created.payload).to_json())
+    asked = _plain(setup.to_json())
+    differs = sorted(k for k in asked if k != "created_at_ms" and asked[k] != original.get(k))
+    if differs:
+        raise AlreadyExists(
+            f"match {match_id} exists already with a different {', '.join(differs)}: a retry with the same "
+            "idempotency key must repeat the original request"
+        )
+
+
+def _plain(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` as the log's JSON would give it back (tuples become lists), for comparison."""
+    plain: dict[str, Any] = json.loads(json.dumps(data))
+    return plain
 
 
 __all__ = ["MatchRuntime", "replay"]

@@ -200,6 +200,49 @@ async def test_bad_matches_are_refused(stub: Stub) -> None:
     await refused(stub.CreateMatch(again), grpc.StatusCode.ALREADY_EXISTS, "exists")
 
 
+async def test_a_retried_create_gets_the_original_answer_and_another_request_is_refused(stub: Stub) -> None:
+    match_id = new_id()
+    request = pb.CreateMatchRequest(
+        match_id=match_id,
+        seats=[pb.SeatAssignment(seat=0, player_id="alice"), pb.SeatAssignment(seat=1, player_id="bob")],
+        options=pb.MatchOptions(chess=chess_pb2.ChessOptions(ruleset=chess_pb2.RULESET_FIDE)),
+        time_control=pb.TimeControl(base_ms=3 * MINUTE),
+        idempotency_key="create-once",
+    )
+    original = await stub.CreateMatch(request)
+    assert original.update.sequence == 1
+    await play(stub, match_id, "e4", "e5")
+    # The same request again (seats listed in another order is the same request): the original answer,
+    # although the match has moved on.
+    again = pb.CreateMatchRequest()
+    again.CopyFrom(request)
+    again.seats.reverse()
+    assert await stub.CreateMatch(again) == original
+
+    exists = grpc.StatusCode.ALREADY_EXISTS
+    other_key = pb.CreateMatchRequest()
+    other_key.CopyFrom(request)
+    other_key.idempotency_key = "create-twice"
+    await refused(stub.CreateMatch(other_key), exists, "different idempotency key")
+    other_seats = pb.CreateMatchRequest()
+    other_seats.CopyFrom(request)
+    other_seats.seats[1].player_id = "carol"
+    await refused(stub.CreateMatch(other_seats), exists, "different players")
+    other_rules = pb.CreateMatchRequest()
+    other_rules.CopyFrom(request)
+    other_rules.options.chess.ruleset = chess_pb2.RULESET_CONTEST
+    await refused(stub.CreateMatch(other_rules), exists, "different options")
+    other_clock = pb.CreateMatchRequest()
+    other_clock.CopyFrom(request)
+    other_clock.time_control.base_ms = 5 * MINUTE
+    other_clock.first_move_timeout_ms = 30_000
+    await refused(stub.CreateMatch(other_clock), exists, "different first_move_timeout_ms, time_control")
+    # None of that touched the match.
+    update = await get(stub, match_id)
+    assert update.sequence == 3
+    assert list(update.view.chess.moves_san) == ["e4", "e5"]
+
+
 async def test_a_retried_action_gets_the_original_answer(stub: Stub) -> None:
     match_id = await create(stub)
     first = await stub.SubmitAction(move(match_id, 0, "e4", key="m1"))
