@@ -4,10 +4,18 @@ A :class:`MatchRecord` is immutable. :func:`step` applies one logged event and r
 and the live path and the recovery after a restart both go through it, so a replayed log gives exactly
 the match that was acknowledged. Nothing here reads the clock: every event carries its instant.
 
-Timing decisions (docs/match-runtime.md): the game clock starts when the first move of the game is
-made (that move is not charged; the turn then passes and the next mover's time runs); each player who
-has not made a first move within ``first_move_timeout_ms`` of their first turn aborts the match; once
-the match is live, a seat disconnected for ``disconnect_forfeit_ms`` forfeits.
+Timing decisions (docs/match-runtime.md, RULES.md "Everywhere"): the match is *live* once the first
+move of the game is made, and the game clock starts with that move (it is not charged; the turn then
+passes and the next mover's time runs). What can end a match by itself depends only on that:
+
+- before it is live, the only thing that can happen is the no-show abort: the first mover has not made
+  the first move within ``first_move_timeout_ms`` of the match's creation (no clock runs, and nobody can
+  forfeit for a disconnection, since play has not begun);
+- once it is live, the abort is gone for good: the side to move's flag (timeout) and a seat disconnected
+  for ``disconnect_forfeit_ms`` (forfeit) are all that can happen.
+
+So an abort and a forfeit never compete. When a flag and a forfeit, or two forfeits, fall due in the same
+millisecond, :data:`SAME_INSTANT_ORDER` and the seat to move decide which happened first.
 """
 
 from __future__ import annotations
@@ -149,6 +157,16 @@ class Due:
     seat: int
 
 
+SAME_INSTANT_ORDER = ("flag", "disconnect")
+"""Which of a live match's automatic ends counts as first when they fall due in the same millisecond.
+
+The flag comes first: the clock is the game's own rule (the ruleset says what it means, e.g. a FIDE draw
+against a lone king) and is measured by the server to the millisecond, while a disconnection's instant is
+when the gateway noticed a closed stream. Between two disconnect forfeits at the same instant (both seats
+gone since before the first move, say), the seat to move forfeits: its absence is what holds the game up.
+"""
+
+
 @dataclass(frozen=True, slots=True)
 class MatchRecord:
     """A match after some prefix of its log."""
@@ -198,22 +216,28 @@ class MatchRecord:
         return tuple(seat for seat, since in enumerate(self.disconnected_since) if since is None)
 
     def due(self, family: Family) -> list[Due]:
-        """What will happen by itself, earliest first (empty once the match is over)."""
+        """What will happen by itself, in the order it would happen (empty once the match is over).
+
+        Before the match is live: only the no-show abort, at the first mover's deadline. Once it is live:
+        the side to move's flag and each disconnected seat's forfeit, earliest first, ties broken by
+        :data:`SAME_INSTANT_ORDER` and then the seat to move first.
+        """
         mover = self.to_move(family)
         if mover is None:
             return []
+        if self.live_since_ms is None:
+            # Play has not begun: no clock runs and nobody can forfeit; a first move that does not come
+            # in time aborts the match.
+            return [Due(self.turn_since_ms + self.setup.first_move_timeout_ms, "first_move", mover)]
         found: list[Due] = []
-        if self.moves_made[mover] == 0:
-            found.append(Due(self.turn_since_ms + self.setup.first_move_timeout_ms, "first_move", mover))
         flag_at = self.clock.flag_at_ms()
         if flag_at is not None:
             found.append(Due(flag_at, "flag", mover))
-        if self.live_since_ms is not None:
-            for seat, since in enumerate(self.disconnected_since):
-                if since is not None:
-                    start = max(since, self.live_since_ms)
-                    found.append(Due(start + self.setup.disconnect_forfeit_ms, "disconnect", seat))
-        return sorted(found, key=lambda d: (d.at_ms, d.kind, d.seat))
+        for seat, since in enumerate(self.disconnected_since):
+            if since is not None:
+                start = max(since, self.live_since_ms)
+                found.append(Due(start + self.setup.disconnect_forfeit_ms, "disconnect", seat))
+        return sorted(found, key=lambda d: (d.at_ms, SAME_INSTANT_ORDER.index(d.kind), d.seat != mover))
 
     def overdue(self, family: Family, now_ms: int) -> tuple[Due, Outcome] | None:
         """The first thing that has happened by itself by ``now_ms``, and the outcome it brings."""

@@ -152,7 +152,7 @@ async def test_an_earlier_wake_up_is_kept_a_sooner_one_is_armed_and_the_end_canc
     for ply, notation in enumerate(["e4", "e5", "Nf3", "Nc6"]):
         await actor.submit(ply % 2, f"k{ply}", EventKind.ACTION, _move(notation))
     await actor.deadline_sent()
-    # Every later due instant (Black's first move, then the flags, minutes away) keeps the earlier wake-up.
+    # Every later due instant (the flags, minutes away) keeps the earlier wake-up.
     assert deadlines.calls == [("arm", first_move_due)]
     # Black disconnects: the forfeit (60 s from now) is later than the armed instant too, so still no
     # call. A match that ends cancels its wake-up.
