@@ -7,7 +7,7 @@ these codecs and sends them as the family's own protobuf messages.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from skillclassics.rules.v1 import rules_pb2
 
@@ -63,3 +63,17 @@ class Family(Protocol):
     def export_record(self, record: MatchRecord) -> str:
         """The finished (or current) game in :attr:`record_format`."""
         ...
+
+
+@runtime_checkable
+class SaysWhatIsAMove(Protocol):
+    """A family whose actions are not all moves, and that says which are (chess: a draw offer, accept or
+    claim is not a move).
+
+    A move ends its seat's turn: it counts in the seat's moves, presses the clock and gets a clock mark.
+    Any other action leaves the clock alone; if it ends the game (a draw agreed or claimed) the clock just
+    stops at that instant. A family without this method counts an action as a move when it passes the
+    turn or ends the game.
+    """
+
+    def is_move(self, action: Any) -> bool: ...

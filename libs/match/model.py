@@ -27,7 +27,7 @@ from typing import Any
 
 from libs.clocks import Clock, TimeControl
 from libs.engines.base import ActionContext, ChanceRequest, Outcome, Termination
-from libs.match.family import Family
+from libs.match.family import Family, SaysWhatIsAMove
 
 DEFAULT_FIRST_MOVE_TIMEOUT_MS = 60_000
 DEFAULT_DISCONNECT_FORFEIT_MS = 60_000
@@ -341,16 +341,20 @@ def _act(family: Family, record: MatchRecord, event: MatchEvent) -> MatchRecord:
     mover = engine.to_move(record.game)
     now = event.at_ms
     seats = len(record.moves_made)
+    declared = family.is_move(action) if isinstance(family, SaysWhatIsAMove) else None
     # The clock as it would be if this action ends the mover's turn (engines read it for tiebreaks).
-    pressed = (
-        record.clock.press(now).clock if record.clock.is_running and mover == event.seat else record.clock
-    )
+    presses = record.clock.is_running and mover == event.seat and declared is not False
+    pressed = record.clock.press(now).clock if presses else record.clock
     context = ActionContext(remaining_ms=tuple(pressed.remaining_ms(s, now) for s in range(seats)))
     game = engine.apply(record.game, event.seat, action, context)
     next_mover = engine.to_move(game)
     outcome = engine.outcome(game)
-    if next_mover == mover and outcome is None:
-        return replace(record, game=game)  # not a move (a draw offer...): the turn goes on
+    is_move = declared if declared is not None else (next_mover != mover or outcome is not None)
+    if not is_move:
+        # Not a move (a draw offer, accept or claim): no move counted, no press, no clock mark. If it
+        # ends the game, the clock stops at this instant (the running side is charged up to it).
+        updated = replace(record, game=game)
+        return updated if outcome is None else _end(updated, outcome, now)
     clock = record.clock
     marks = record.clock_marks
     if not clock.is_started:

@@ -15,6 +15,7 @@ from libs.engines.chess import (
     ChessOptions,
     ChessState,
     ChessView,
+    Move,
     Ruleset,
     export_pgn,
     parse_action,
@@ -87,6 +88,10 @@ class ChessFamily:
 
     def action_from_json(self, data: JsonObject) -> ChessAction:
         return parse_action(data["notation"])
+
+    def is_move(self, action: ChessAction) -> bool:
+        """Only a move is a move: draw offers, answers and claims leave the turn and the clock alone."""
+        return isinstance(action, Move)
 
     def describe(self, state_before: ChessState, action: ChessAction) -> str:
         """A move in SAN (with check marks); a draw action by its name."""

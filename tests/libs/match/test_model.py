@@ -1,4 +1,4 @@
-"""The pure match model: what ends a match by itself, and when.
+"""The pure match model: what ends a match by itself, and when; which actions are moves.
 
 Every instant is given explicitly, so same-millisecond cases are exact.
 """
@@ -138,3 +138,55 @@ def test_two_forfeits_in_the_same_millisecond_the_seat_to_move_forfeits() -> Non
     assert overdue is not None
     assert overdue[1].termination is Termination.DISCONNECT
     assert overdue[1].winner == 0
+
+
+# -- draw actions are not moves -----------------------------------------------------------------------------
+
+
+def test_accepting_a_draw_is_not_a_move_and_presses_no_clock() -> None:
+    control = TimeControl.fischer(60_000, 2_000)
+    record = new_match(control, Ruleset.FIDE)
+    t1, t2, t3 = T0 + 1_000, T0 + 4_000, T0 + 9_000
+    record = act(record, 0, "e4", t1)  # the first move: not charged; Black's clock runs from t1
+    record = act(record, 1, "offer_draw", t2)  # Black offers on its own turn and keeps thinking
+    assert record.moves_made == (1, 0)
+    record = act(record, 0, "accept_draw", t3)  # White accepts on Black's turn
+    assert record.outcome is not None
+    assert record.outcome.termination is Termination.DRAW_AGREED
+    assert record.ended_at_ms == t3
+    assert record.moves_made == (1, 0)
+    assert [(m.seat, m.at_ms) for m in record.clock_marks] == [(0, t1)]
+    assert not record.clock.is_running
+    # Black was charged from t1 to t3 and got no increment; White's clock is as its first move (which
+    # starts the clocks and is neither charged nor credited) left it.
+    assert record.clock.remaining_ms(1, t3 + 5_000) == 60_000 - (t3 - t1)
+    assert record.clock.remaining_ms(0, t3 + 5_000) == 60_000
+
+
+def test_claiming_a_draw_is_not_a_move_and_earns_no_increment() -> None:
+    control = TimeControl.fischer(60_000, 2_000)
+    record = new_match(control, Ruleset.FIDE)
+    at = T0
+    for ply, notation in enumerate(["Nf3", "Nf6", "Ng1", "Ng8", "Nf3", "Nf6", "Ng1"]):
+        at += 1_000
+        record = act(record, ply % 2, notation, at)
+    assert record.moves_made == (4, 3)
+    marks = record.clock_marks
+    black_before = record.clock.remaining_ms(1, at)
+    claim_at = at + 3_000
+    record = act(record, 1, "claim_draw", claim_at)  # Ng8 would repeat the start a third time
+    assert record.outcome is not None
+    assert record.outcome.termination is Termination.THREEFOLD_REPETITION
+    assert record.moves_made == (4, 3)
+    assert record.clock_marks == marks
+    assert not record.clock.is_running
+    assert record.clock.remaining_ms(1, claim_at + 1_000) == black_before - 3_000
+
+
+def test_a_move_presses_the_clock_and_is_counted() -> None:
+    control = TimeControl.fischer(60_000, 2_000)
+    record = act(act(new_match(control), 0, "e4", T0 + 1_000), 1, "e5", T0 + 4_000)
+    assert record.moves_made == (1, 1)
+    # The first move starts the clocks; Black's 3 s are charged and the increment credited.
+    assert [(m.seat, m.remaining_ms) for m in record.clock_marks] == [(0, 60_000), (1, 59_000)]
+    assert record.clock.to_move == 0
