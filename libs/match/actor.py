@@ -53,10 +53,16 @@ def rebuild(family: Family, events: Iterable[MatchEvent]) -> MatchRecord:
 
 @dataclass(eq=False)
 class _Watcher:
+    """One open watch stream's queue of updates, ended by ``None`` (shutdown, or fell too far behind)."""
+
     queue: asyncio.Queue[MatchRecord | None] = field(default_factory=asyncio.Queue)
     overflowed: bool = False
 
     def offer(self, record: MatchRecord) -> None:
+        """Queue ``record``; a watcher :data:`WATCHER_QUEUE_LIMIT` updates behind gets one ``None`` (it is
+        cut off when it reads that far) and nothing more, so its queue never grows past the limit + 1."""
+        if self.overflowed:
+            return
         if self.queue.qsize() >= WATCHER_QUEUE_LIMIT:
             self.overflowed = True
             self.queue.put_nowait(None)

@@ -121,6 +121,23 @@ async def test_a_slow_watcher_is_cut_off_and_never_blocks_the_match(
     await db.dispose()
 
 
+async def test_an_overflowed_watcher_queue_stops_growing(monkeypatch: pytest.MonkeyPatch) -> None:
+    from libs.match import actor as actor_module
+
+    monkeypatch.setattr(actor_module, "WATCHER_QUEUE_LIMIT", 3)
+    record = rebuild(FAMILY, [_created("chess.0.queue", 1_000, base_ms=60_000)])
+    watcher = actor_module._Watcher()
+    for _ in range(3):
+        watcher.offer(record)
+    assert (watcher.queue.qsize(), watcher.overflowed) == (3, False)
+    for _ in range(500):  # a match that goes on while nobody reads
+        watcher.offer(record)
+    assert watcher.overflowed
+    assert watcher.queue.qsize() == 4  # the three updates and the one end marker, nothing more
+    items = [watcher.queue.get_nowait() for _ in range(4)]
+    assert items == [record, record, record, None]
+
+
 class CountingWakeUps(NoWakeUps):
     def __init__(self) -> None:
         super().__init__()
