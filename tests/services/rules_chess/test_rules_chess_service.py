@@ -447,20 +447,50 @@ async def test_kill_9_mid_game_loses_no_acknowledged_move(database_url: str, tmp
     await _kill_9(database_url, tmp_path)
 
 
+CLOCK_TOLERANCE_MS = 25
+"""Two processes read the same wall clock once each at start: their Unix milliseconds may differ by a
+rounding step or a wall-clock adjustment between the two starts. Everything else is measured."""
+
+
 async def _kill_9(database_url: str, tmp_path: Path) -> None:
+    loop = asyncio.get_running_loop()
+
+    def now_ms() -> float:
+        return loop.time() * 1000
+
     async with ServiceProcess("services.rules_chess", {"DATABASE_URL": database_url}) as service:
         async with grpc.aio.insecure_channel(service.address) as channel:
             stub = Stub(channel)
             match_id = await create(stub)
             acknowledged = ["e4", "e5", "Nf3", "Nc6", "Bc4"]
             await play(stub, match_id, *acknowledged)
+            asked_before = now_ms()
+            before = await get(stub, match_id)
+            answered_before = now_ms()
         service.kill()
         await service.start()
         async with grpc.aio.insecure_channel(service.address) as channel:
             stub = Stub(channel)
-            assert list((await get(stub, match_id)).view.chess.moves_san) == acknowledged
+            asked_after = now_ms()
+            after = await get(stub, match_id)
+            answered_after = now_ms()
+            assert list(after.view.chess.moves_san) == acknowledged
+            assert after.sequence == before.sequence == 6
+            # Black was to move before the kill and still is: its clock ran all along, White's did not.
+            assert [c.running for c in before.clocks] == [c.running for c in after.clocks] == [False, True]
+            assert after.clocks[0].remaining_ms == before.clocks[0].remaining_ms
+            # The clocks are as of each answer's server instant: Black lost exactly the time between them.
+            charged = before.clocks[1].remaining_ms - after.clocks[1].remaining_ms
+            server_elapsed = after.server_time_ms - before.server_time_ms
+            assert abs(charged - server_elapsed) <= 1
+            # And that is the time that really passed between the two readings, as this test measured it:
+            # at least from the first answer to the second question, at most from the first question to
+            # the second answer (both on this process's monotonic clock, which the kill did not touch).
+            assert asked_after - answered_before - CLOCK_TOLERANCE_MS <= charged
+            assert charged <= answered_after - asked_before + CLOCK_TOLERANCE_MS
             reply = await stub.SubmitAction(move(match_id, 1, "Nf6"))
             assert reply.sequence == 7
+            assert list(reply.update.view.chess.moves_san) == [*acknowledged, "Nf6"]
 
 
 async def test_wake_ups_come_from_the_clock_service(database_url: str) -> None:
