@@ -161,6 +161,52 @@ async def test_bad_actions_are_refused_with_clear_codes(stub: Stub) -> None:
     assert (await get(stub, match_id)).sequence == 1
 
 
+def draw(match_id: str, seat: int, kind: chess_pb2.DrawAction.ValueType) -> pb.SubmitActionRequest:
+    return pb.SubmitActionRequest(
+        match_id=match_id,
+        seat=seat,
+        idempotency_key=uuid.uuid4().hex,
+        action=pb.Action(chess=chess_pb2.ChessAction(draw=kind)),
+    )
+
+
+async def test_acting_for_the_other_seat_is_refused(stub: Stub) -> None:
+    """The rules service acts for the seat the request names (the gateway derives it from the caller's
+    token and refuses a seat that is not theirs with PERMISSION_DENIED). Whatever that seat tries on the
+    other seat's behalf is a rules error: FAILED_PRECONDITION with the reason; reusing the other seat's
+    idempotency key is ALREADY_EXISTS."""
+    match_id = await create(stub, ruleset=chess_pb2.RULESET_FIDE)
+    failed = grpc.StatusCode.FAILED_PRECONDITION
+    # Black plays White's move on White's turn.
+    await refused(stub.SubmitAction(move(match_id, 1, "e2e4")), failed, "it is White's turn")
+    first = await stub.SubmitAction(move(match_id, 0, "e4", key="white-1"))
+    # White plays Black's reply on Black's turn.
+    await refused(stub.SubmitAction(move(match_id, 0, "e7e5")), failed, "it is Black's turn")
+    # Black, on its own turn, moves one of White's pawns.
+    await refused(stub.SubmitAction(move(match_id, 1, "d2d4")), failed, "not a legal move")
+    # White offers a draw; White cannot accept (or decline) it for Black.
+    await stub.SubmitAction(draw(match_id, 0, chess_pb2.DRAW_ACTION_OFFER))
+    await refused(
+        stub.SubmitAction(draw(match_id, 0, chess_pb2.DRAW_ACTION_ACCEPT)), failed, "no draw offer from Black"
+    )
+    await refused(
+        stub.SubmitAction(draw(match_id, 0, chess_pb2.DRAW_ACTION_DECLINE)),
+        failed,
+        "no draw offer from Black",
+    )
+    # Black cannot replay White's acknowledged action under White's key.
+    await refused(
+        stub.SubmitAction(move(match_id, 1, "e4", key="white-1")),
+        grpc.StatusCode.ALREADY_EXISTS,
+        "different action",
+    )
+    update = await get(stub, match_id)
+    assert update.sequence == first.sequence + 1  # only the offer was added
+    assert list(update.view.chess.moves_san) == ["e4"]
+    assert update.view.chess.draw_offer_by == 0
+    assert update.status == pb.MATCH_STATUS_LIVE
+
+
 async def test_promotion_must_name_its_piece(stub: Stub) -> None:
     match_id = await create(stub, fen="8/4P3/8/8/8/k7/8/4K3 w - - 0 1")
     await refused(stub.SubmitAction(move(match_id, 0, "e7e8")), grpc.StatusCode.FAILED_PRECONDITION, "promot")
