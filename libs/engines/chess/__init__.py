@@ -7,7 +7,8 @@ See ``docs/chess.md`` for the rules as implemented. The public API:
 - actions :class:`Move`, :class:`OfferDraw`, :class:`AcceptDraw`, :class:`DeclineDraw`,
   :class:`ClaimDraw` and :func:`parse_action`;
 - :func:`export_pgn` with :func:`result_token` and :func:`termination_text`;
-- the contest tiebreak (:func:`break_tie`, :func:`material`, :func:`moves_played`) and :func:`perft`.
+- the contest tiebreak (:func:`break_tie`, :func:`material`, :func:`moves_played`), :func:`perft`, and
+  :func:`is_blocked_dead` (FIDE dead positions of locked pawns).
 """
 
 from libs.engines.chess.actions import (
@@ -21,6 +22,7 @@ from libs.engines.chess.actions import (
     OfferDraw,
     parse_action,
 )
+from libs.engines.chess.dead import is_blocked_dead
 from libs.engines.chess.engine import CHESS, ChessEngine, ChessOptions, ChessState, ChessView, Ruleset, perft
 from libs.engines.chess.notation import format_clock, parse_clock, resolve_move
 from libs.engines.chess.pgn import export_pgn, result_token, termination_text
@@ -45,6 +47,7 @@ __all__ = [
     "break_tie",
     "export_pgn",
     "format_clock",
+    "is_blocked_dead",
     "material",
     "moves_played",
     "parse_action",

@@ -43,6 +43,7 @@ from libs.engines.chess.actions import (
     OfferDraw,
     parse_action,
 )
+from libs.engines.chess.dead import is_blocked_dead
 from libs.engines.chess.notation import COLOR_NAMES, color_of, resolve_move, seat_of
 from libs.engines.chess.tiebreak import break_tie, material
 
@@ -70,7 +71,7 @@ class ChessOptions:
     ``initial_fen`` starts the game from a position instead of the usual one; it is normalised to
     python-chess's FEN, and the usual position's FEN to ``None``. A FEN that is not a legal position,
     or one where the game is already over (no legal move, insufficient material, halfmove clock at
-    150), raises :class:`InvalidOptionsError`.
+    150, and in ``fide`` a blocked dead position), raises :class:`InvalidOptionsError`.
     """
 
     ruleset: Ruleset = Ruleset.CONTEST
@@ -84,7 +85,12 @@ class ChessOptions:
             raise InvalidOptionsError(f"unknown chess ruleset {self.ruleset!r} (choose {choices})") from None
         object.__setattr__(self, "ruleset", ruleset)
         if self.initial_fen is not None:
-            fen = _board_from_fen(self.initial_fen).fen()
+            board = _board_from_fen(self.initial_fen)
+            if ruleset is Ruleset.FIDE and is_blocked_dead(board):
+                raise InvalidOptionsError(
+                    f"FEN {self.initial_fen!r} is a dead position (locked pawns): a FIDE game would be over"
+                )
+            fen = board.fen()
             object.__setattr__(self, "initial_fen", None if fen == chess.STARTING_FEN else fen)
 
     def initial_board(self) -> chess.Board:
@@ -444,8 +450,9 @@ def _board_outcome(
 ) -> Outcome | None:
     """The end of the game in ``board``, just after a move, under ``ruleset``; ``None`` if play goes on.
 
-    Checked in order: checkmate, stalemate, insufficient material, seventy-five moves, and (FIDE only)
-    fivefold repetition. ``board`` must not be shared yet: the repetition check pushes and pops.
+    Checked in order: checkmate, stalemate, insufficient material, (FIDE only) a blocked dead position,
+    seventy-five moves, and (FIDE only) fivefold repetition. ``board`` must not be shared yet: the
+    repetition check pushes and pops.
     """
     side = COLOR_NAMES[seat_of(board.turn)]
     if not any(board.generate_legal_moves()):
@@ -455,6 +462,12 @@ def _board_outcome(
         cause = Termination.STALEMATE
     elif board.is_insufficient_material():
         cause = Termination.INSUFFICIENT_MATERIAL
+    elif ruleset is Ruleset.FIDE and is_blocked_dead(board):
+        return _draw(
+            Termination.DEAD_POSITION,
+            "dead position: the pawns are locked and neither king can ever capture one, so no checkmate "
+            "is possible",
+        )
     elif board.halfmove_clock >= 150:
         cause = Termination.SEVENTYFIVE_MOVES
     elif ruleset is Ruleset.FIDE and board.is_fivefold_repetition():

@@ -20,6 +20,7 @@ from libs.engines.chess import (
     ChessOptions,
     ChessState,
     Ruleset,
+    is_blocked_dead,
     material,
     moves_played,
 )
@@ -107,6 +108,8 @@ def check_final(state: ChessState) -> None:
             assert board.is_checkmate()
         elif outcome.termination is Termination.FIVEFOLD_REPETITION:
             assert board.is_fivefold_repetition()
+        elif outcome.termination is Termination.DEAD_POSITION:
+            assert board.is_insufficient_material() or is_blocked_dead(board)
 
 
 def check_tiebreak_step(state: ChessState, step: str | None, winner: int | None, board: chess.Board) -> None:
