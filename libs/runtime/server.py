@@ -5,6 +5,7 @@ from __future__ import annotations
 import abc
 import asyncio
 import contextlib
+import gc
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -125,6 +126,7 @@ async def serve(service: Service, config: ServiceConfig) -> None:
     except Exception as error:
         _log.error("service.start_failed", error=str(error) or type(error).__name__, exc_info=error)
         raise SystemExit(1) from None
+    settle_garbage_collector(config.gc_thresholds)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
 
@@ -140,6 +142,21 @@ async def serve(service: Service, config: ServiceConfig) -> None:
         signal.signal(signum, on_signal)
     await stop.wait()
     await running.stop(config.shutdown_grace_seconds)
+
+
+def settle_garbage_collector(thresholds: tuple[int, int, int]) -> None:
+    """Once a service is serving: move everything alive (modules, stubs, configuration, matches just
+    rebuilt from the log) out of the cyclic collector's reach, and collect the young generation less
+    often.
+
+    A service holds hundreds of thousands of long-lived objects; with Python's defaults every full
+    collection walks all of them (pauses of 50-200 ms measured under load) and a young collection runs
+    every 700 allocations. Frozen objects are still freed by reference counting; only the cycle search
+    skips them.
+    """
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*thresholds)
 
 
 def run_service(service_class: Callable[[ServiceConfig], Service], name: str) -> None:

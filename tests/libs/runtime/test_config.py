@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from libs.runtime import ConfigError, ServiceConfig
+from libs.runtime.config import DEFAULT_GC_THRESHOLDS
 
 
 def test_defaults_are_local_and_safe() -> None:
@@ -16,6 +17,7 @@ def test_defaults_are_local_and_safe() -> None:
     assert config.database_url == "sqlite+aiosqlite:///data/fairness.db"
     assert config.environment == "development"
     assert config.migrate_on_start
+    assert config.gc_thresholds == DEFAULT_GC_THRESHOLDS
 
 
 def test_environment_overrides_every_default() -> None:
@@ -32,6 +34,7 @@ def test_environment_overrides_every_default() -> None:
             "SHUTDOWN_GRACE_SECONDS": "2.5",
             "MIGRATE_ON_START": "false",
             "SKILLCLASSICS_ENV": "production",
+            "GC_THRESHOLDS": "700,10,10",
         },
     )
     assert config.grpc_host == "0.0.0.0"
@@ -43,6 +46,7 @@ def test_environment_overrides_every_default() -> None:
     assert config.shutdown_grace_seconds == 2.5
     assert not config.migrate_on_start
     assert config.is_production
+    assert config.gc_thresholds == (700, 10, 10)
 
 
 @pytest.mark.parametrize(
@@ -54,6 +58,9 @@ def test_environment_overrides_every_default() -> None:
         ({"MIGRATE_ON_START": "maybe"}, "MIGRATE_ON_START must be true or false"),
         ({"SHUTDOWN_GRACE_SECONDS": "-1"}, "must not be negative"),
         ({"SKILLCLASSICS_ENV": "production"}, "DATABASE_URL must be set in production"),
+        ({"GC_THRESHOLDS": "20000,20"}, "GC_THRESHOLDS must be three integers"),
+        ({"GC_THRESHOLDS": "0,20,100"}, "GC_THRESHOLDS must be three integers"),
+        ({"GC_THRESHOLDS": "a,b,c"}, "GC_THRESHOLDS must be three integers"),
     ],
 )
 def test_bad_values_fail_fast_with_the_variable_named(env: dict[str, str], message: str) -> None:

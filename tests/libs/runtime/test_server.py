@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import signal
@@ -19,6 +20,7 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from prometheus_client import REGISTRY
 
 from libs.runtime import RunningServer, ServiceConfig, start_server
+from libs.runtime.server import settle_garbage_collector
 from tests.libs.runtime.sample_service import SECRET, SERVICE, SampleService
 from tests.support import free_port, wait_until_serving
 
@@ -165,3 +167,18 @@ async def test_sigterm_lets_calls_finish_logs_request_ids_and_exits_zero(tmp_pat
     assert {line["event"] for line in echo_lines} == {"echo.handled", "rpc.finished"}
     assert all(line["service"] == "sample" for line in lines)
     assert any(line["event"] == "service.stopped" for line in lines)
+
+
+def test_a_serving_process_freezes_what_is_alive_and_collects_less_often() -> None:
+    before = gc.get_threshold()
+    survivor: list[list[int]] = [[1], [2]]  # alive when the service starts serving
+    assert any(item is survivor for item in gc.get_objects())
+    try:
+        settle_garbage_collector((12_345, 7, 9))
+        assert gc.get_threshold() == (12_345, 7, 9)
+        assert gc.get_freeze_count() > 0
+        # frozen: the cycle search no longer walks it (reference counting still frees it)
+        assert not any(item is survivor for item in gc.get_objects())
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)
