@@ -37,19 +37,23 @@ def all_shard_addresses(
 
 
 class RulesChannels:
-    """One lazily opened channel per rules shard address."""
+    """One lazily opened channel, and one stub over it, per rules shard address (a stub builds a
+    callable per method: made once, not on every forwarded call)."""
 
     def __init__(self, options: list[tuple[str, object]] | None = None) -> None:
         self._channels: dict[str, grpc.aio.Channel] = {}
+        self._stubs: dict[str, rules_pb2_grpc.RulesServiceStub] = {}
         self._options = options or []
 
     def stub(self, address: str) -> rules_pb2_grpc.RulesServiceStub:
-        channel = self._channels.get(address)
-        if channel is None:
+        stub = self._stubs.get(address)
+        if stub is None:
             channel = self._channels[address] = grpc.aio.insecure_channel(address, options=self._options)
-        return rules_pb2_grpc.RulesServiceStub(channel)
+            stub = self._stubs[address] = rules_pb2_grpc.RulesServiceStub(channel)
+        return stub
 
     async def close(self) -> None:
         for channel in self._channels.values():
             await channel.close()
         self._channels.clear()
+        self._stubs.clear()
