@@ -78,7 +78,6 @@ class MatchStore:
         status = record.status.value
 
         async def work(conn: AsyncConnection) -> None:
-            await conn.execute(insert(match_events).values(**_event_row(record.match_id, event)))
             if status != previous_status:
                 await conn.execute(
                     update(matches)
@@ -88,7 +87,12 @@ class MatchStore:
             if result is not None:
                 await conn.execute(insert(match_results).values(**result))
 
-        await self._writer.run(work)
+        # The event row goes in with every other match's events of the same group commit, in one
+        # statement; the summary and result, which change rarely, as work of their own.
+        changed = status != previous_status or result is not None
+        await self._writer.insert(
+            ((match_events, _event_row(record.match_id, event)),), work if changed else None
+        )
 
     async def load_unfinished(self) -> dict[str, list[MatchEvent]]:
         """The logs of this shard's matches that are not over, by match id, in sequence order."""

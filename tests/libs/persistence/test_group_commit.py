@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 import pytest
-from sqlalchemy import func, insert, select
+from sqlalchemy import event, func, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -84,3 +84,39 @@ async def test_close_finishes_queued_work_then_refuses_more(migrated_url: str) -
         await committer.run(_insert("late"))
     await db.dispose()
     assert await _count(migrated_url) == 20
+
+
+async def test_rows_of_a_batch_go_in_together_and_a_bad_row_fails_only_its_unit(migrated_url: str) -> None:
+    db = Database(migrated_url)
+    committer = GroupCommitter(db)
+    inserts: list[int] = []
+
+    def count_inserts(conn: object, cursor: object, statement: str, *rest: object) -> None:
+        if statement.lstrip().upper().startswith("INSERT"):
+            inserts.append(1)
+
+    event.listen(db.engine.sync_engine, "before_cursor_execute", count_inserts)
+    rows = [((clock_timers, _timer(f"r{i}")),) for i in range(100)]
+    await asyncio.gather(*(committer.insert(r) for r in rows))
+    assert await _count(migrated_url) == 100
+    assert 0 < len(inserts) <= committer.batches < 100  # one statement per table per batch, not per row
+    # A duplicate row fails its own unit only; the others of the batch are durable, and a unit's work
+    # runs after its rows are in.
+    seen: list[int] = []
+
+    async def after(conn: AsyncConnection) -> None:
+        seen.append(int(await conn.scalar(select(func.count()).select_from(clock_timers)) or 0))
+
+    outcomes = await asyncio.gather(
+        committer.insert(((clock_timers, _timer("r5")),)),
+        committer.insert(((clock_timers, _timer("s1")),), after),
+        committer.insert(((clock_timers, _timer("s2")),)),
+        return_exceptions=True,
+    )
+    assert isinstance(outcomes[0], IntegrityError)
+    assert list(outcomes[1:]) == [None, None]
+    assert seen
+    assert seen[-1] >= 101  # s1 was in when its work ran
+    await committer.close()
+    await db.dispose()
+    assert await _count(migrated_url) == 102
