@@ -43,6 +43,7 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         self._runtime = runtime
         self._family = runtime.family
         self._views: OrderedDict[tuple[str, int, int | None], rules_pb2.View] = OrderedDict()
+        self._updates: OrderedDict[tuple[str, int, int | None], rules_pb2.MatchUpdate] = OrderedDict()
 
     async def CreateMatch(
         self, request: rules_pb2.CreateMatchRequest, context: grpc.aio.ServicerContext
@@ -208,7 +209,24 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
     def _update(
         self, record: MatchRecord, viewer: int | None, at_ms: int | None = None
     ) -> rules_pb2.MatchUpdate:
-        """The match as ``viewer`` (a seat, or ``None`` for a spectator) sees it after ``record``'s event."""
+        """The match as ``viewer`` (a seat, or ``None`` for a spectator) sees it after ``record``'s event.
+
+        Built once per (match, sequence, viewer) as of the event's instant and shared: the mover's
+        answer and the mover's own stream carry the same update, as do all spectators' streams. An
+        update as of a later instant (``at_ms``, for ``GetMatch``) is built afresh."""
+        if at_ms is not None:
+            return self._build_update(record, viewer, at_ms)
+        key = (record.match_id, record.sequence, viewer)
+        update = self._updates.get(key)
+        if update is None:
+            update = self._updates[key] = self._build_update(record, viewer, None)
+            if len(self._updates) > VIEW_CACHE_SIZE:
+                self._updates.popitem(last=False)
+        return update
+
+    def _build_update(
+        self, record: MatchRecord, viewer: int | None, at_ms: int | None
+    ) -> rules_pb2.MatchUpdate:
         engine = self._family.engine
         at = max(record.last_at_ms, at_ms or 0)
         event = record.last_event
