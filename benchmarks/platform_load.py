@@ -67,7 +67,6 @@ from typing import Any, Final
 
 import grpc
 from skillclassics.clock.v1 import clock_pb2, clock_pb2_grpc
-from skillclassics.gateway.v1 import gateway_pb2
 from skillclassics.rules.v1 import rules_pb2
 
 from benchmarks.grpc_baseline import CONCURRENCY as BASELINE_CONCURRENCY
@@ -76,7 +75,6 @@ from benchmarks.support import percentile, stack_env
 from clients.load.harness import Engine, FamilyPlan, LoadConfig, Metrics, parse_families
 from clients.load.histogram import Histogram
 from clients.load.procstat import ProcessMonitor, ServiceUsage
-from clients.player import PlayerSession
 from libs.launcher import Stack, find_free_port_offset
 from services.gateway.tokens import mint_token
 
@@ -215,23 +213,9 @@ class Gate:
             await asyncio.sleep(self._rng.uniform(0, self._stagger_s))
 
 
-class GatedSession(PlayerSession):
-    """A harness player whose moves (not its resignations) wait for the :class:`Gate`."""
-
-    def __init__(self, address: str, token: str, *, gate: Gate, **kwargs: Any) -> None:
-        super().__init__(address, token, **kwargs)
-        self.gate = gate
-
-    async def submit(
-        self, match_id: str, action: rules_pb2.Action, *, idempotency_key: str | None = None
-    ) -> gateway_pb2.SubmitActionResponse:
-        if not action.HasField("resign"):
-            await self.gate.wait()
-        return await super().submit(match_id, action, idempotency_key=idempotency_key)
-
-
 class GatedEngine(Engine):
-    """The harness's engine with :class:`GatedSession` players, on its shared connections."""
+    """The harness's engine, its players' moves (not their resignations) held back by the :class:`Gate`
+    before they are submitted and timed (a move held back during the set-up is not a slow call)."""
 
     def __init__(
         self, config: LoadConfig, metrics: Metrics, tokens: Callable[[str], str], gate: Gate
@@ -239,12 +223,9 @@ class GatedEngine(Engine):
         super().__init__(config, metrics, tokens)
         self.gate = gate
 
-    def session(self, player_id: str) -> PlayerSession:
-        channel = self._channels[self._next_channel % len(self._channels)]
-        self._next_channel += 1
-        return GatedSession(
-            self.config.gateway, self.tokens(player_id), gate=self.gate, retry=self.retry, channel=channel
-        )
+    async def before_submit(self, action: rules_pb2.Action) -> None:
+        if not action.HasField("resign"):
+            await self.gate.wait()
 
 
 class WindowMetrics(Metrics):

@@ -794,11 +794,16 @@ class Engine:
             metrics.reconnects += stream.reconnects
             stream.close()
 
+    async def before_submit(self, action: rules_pb2.Action) -> None:
+        """Called before each action is submitted, outside its timing (a benchmark holding moves back
+        until its stack is ready overrides this; waiting here is not counted as the call's latency)."""
+
     async def _submit(
         self, family_name: str, session: PlayerSession, match: _LiveMatch, action: rules_pb2.Action
     ) -> tuple[int, int] | None:
         """Submit ``action``; the sequence it was given and when the successful call began (``None``:
         refused as stale, the match moved on meanwhile)."""
+        await self.before_submit(action)
         key = new_key()
         limited = unavailable = 0
         while True:
