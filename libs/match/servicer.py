@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import AsyncIterator
+from typing import TypeVar
 
 import grpc
 from skillclassics.rules.v1 import rules_pb2, rules_pb2_grpc
@@ -195,9 +196,7 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         view = self._views.get(key)
         if view is None:
             view = self._family.view_to_proto(self._family.engine.view(record.game, key[2]))
-            self._views[key] = view
-            if len(self._views) > VIEW_CACHE_SIZE:
-                self._views.popitem(last=False)
+            _remember(self._views, key, view)
         return view
 
     def _runtime_now(self) -> int:
@@ -219,9 +218,8 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         key = (record.match_id, record.sequence, viewer)
         update = self._updates.get(key)
         if update is None:
-            update = self._updates[key] = self._build_update(record, viewer, None)
-            if len(self._updates) > VIEW_CACHE_SIZE:
-                self._updates.popitem(last=False)
+            update = self._build_update(record, viewer, None)
+            _remember(self._updates, key, update)
         return update
 
     def _build_update(
@@ -263,6 +261,17 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         if record.outcome is not None:
             update.result.CopyFrom(result_proto(record.outcome, record.ended_at_ms or at))
         return update
+
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+def _remember(cache: OrderedDict[_K, _V], key: _K, value: _V) -> None:
+    """Keep ``value`` under ``key``, forgetting the oldest entry past :data:`VIEW_CACHE_SIZE`."""
+    cache[key] = value
+    if len(cache) > VIEW_CACHE_SIZE:
+        cache.popitem(last=False)
 
 
 def _key(key: str) -> str:
