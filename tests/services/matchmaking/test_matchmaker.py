@@ -25,6 +25,7 @@ from services.matchmaking.lobby import LobbyHub
 from services.matchmaking.matchmaker import PAIRING_BATCH, Matchmaker
 from services.matchmaking.shards import RulesShards
 from services.matchmaking.store import MatchmakingStore
+from tests.services.matchmaking.rows import match_row
 from tests.support import free_port, start_fairness
 
 GIN = rules_pb2.MatchOptions(gin=gin_pb2.GinOptions(variant=gin_pb2.VARIANT_STANDARD))
@@ -201,22 +202,7 @@ async def test_pair_many_makes_exactly_the_pairs_whose_players_are_all_still_que
     assert await store.leave_queue("p3")
 
     def row(match_id: str, first: str, second: str) -> dict[str, Any]:
-        return {
-            "match_id": match_id,
-            "table_id": None,
-            "family": "chess",
-            "player0": first,
-            "player1": second,
-            "entry_fee_minor": 100,
-            "currency": "USD",
-            "fairness_commitment": "",
-            "options": b"",
-            "time_control": b"",
-            "status": "starting",
-            "result": None,
-            "created_at_ms": 1,
-            "ended_at_ms": None,
-        }
+        return match_row(match_id, first, second, entry_fee_minor=100)
 
     made = await store.pair_many(
         [

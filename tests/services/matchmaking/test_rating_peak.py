@@ -12,6 +12,7 @@ from sqlalchemy import insert
 from libs.persistence import Database
 from libs.persistence.schema import mm_ratings
 from services.matchmaking.store import MatchmakingStore
+from tests.services.matchmaking.rows import match_row
 
 _ids = itertools.count()
 
@@ -45,22 +46,7 @@ async def play(store: MatchmakingStore, white: str, black: str, winner: int | No
                 "entered_at_ms": 1,
             }
         )
-    match = {
-        "match_id": match_id,
-        "table_id": None,
-        "family": "chess",
-        "player0": white,
-        "player1": black,
-        "entry_fee_minor": 0,
-        "currency": "USD",
-        "fairness_commitment": "",
-        "options": b"",
-        "time_control": b"",
-        "status": "starting",
-        "result": None,
-        "created_at_ms": 1,
-        "ended_at_ms": None,
-    }
+    match = match_row(match_id, white, black)
     assert await store.pair(white, black, match)
     recorded = await store.record_result(match_id, b"", winner, False, 2)
     assert recorded is not None
