@@ -792,3 +792,181 @@ class AddClientSeedResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___AddClientSeedResponse: _TypeAlias = AddClientSeedResponse  # noqa: Y015
+
+@_typing.final
+class PlayRequest(_message.Message):
+    """PlayRequest is one message of a Play stream: the open first, then actions."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    OPEN_FIELD_NUMBER: _builtins.int
+    ACTION_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def open(self) -> Global___PlayOpen: ...
+    @_builtins.property
+    def action(self) -> Global___PlayAction: ...
+    def __init__(
+        self,
+        *,
+        open: Global___PlayOpen | None = ...,
+        action: Global___PlayAction | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "kind", b"kind", "open", b"open"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "kind", b"kind", "open", b"open"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["open", "action"]  # noqa: Y015
+    _WhichOneofArgType_kind: _TypeAlias = _typing.Literal["kind", b"kind"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_kind) -> _WhichOneofReturnType_kind | None: ...
+
+Global___PlayRequest: _TypeAlias = PlayRequest  # noqa: Y015
+
+@_typing.final
+class PlayOpen(_message.Message):
+    """PlayOpen opens a Play stream on a match the caller is seated in."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MATCH_ID_FIELD_NUMBER: _builtins.int
+    FROM_SEQUENCE_FIELD_NUMBER: _builtins.int
+    match_id: _builtins.str
+    from_sequence: _builtins.int
+    """The last sequence seen; updates after it are sent (0: from the start). Reconnect with it."""
+    def __init__(
+        self,
+        *,
+        match_id: _builtins.str = ...,
+        from_sequence: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["from_sequence", b"from_sequence", "match_id", b"match_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PlayOpen: _TypeAlias = PlayOpen  # noqa: Y015
+
+@_typing.final
+class PlayAction(_message.Message):
+    """PlayAction is one action for the caller's seat in the stream's match."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    IDEMPOTENCY_KEY_FIELD_NUMBER: _builtins.int
+    ACTION_FIELD_NUMBER: _builtins.int
+    idempotency_key: _builtins.str
+    """Client-chosen, 1-128 characters; the answer names it, and a retry with the same key (on this or
+    a later stream, or through SubmitAction) returns the original answer.
+    """
+    @_builtins.property
+    def action(self) -> _rules_pb2.Action: ...
+    def __init__(
+        self,
+        *,
+        idempotency_key: _builtins.str = ...,
+        action: _rules_pb2.Action | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["action", b"action"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "idempotency_key", b"idempotency_key"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PlayAction: _TypeAlias = PlayAction  # noqa: Y015
+
+@_typing.final
+class PlayResponse(_message.Message):
+    """PlayResponse is one message of a Play stream."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    UPDATE_FIELD_NUMBER: _builtins.int
+    ANSWER_FIELD_NUMBER: _builtins.int
+    OPENED_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def update(self) -> _rules_pb2.MatchUpdate:
+        """The match as the caller's seat sees it after an event (the same updates as WatchMatch)."""
+
+    @_builtins.property
+    def answer(self) -> Global___PlayAnswer:
+        """The answer to one action."""
+
+    @_builtins.property
+    def opened(self) -> Global___PlayOpened:
+        """The stream is open: the caller's seat (sent once, first)."""
+
+    def __init__(
+        self,
+        *,
+        update: _rules_pb2.MatchUpdate | None = ...,
+        answer: Global___PlayAnswer | None = ...,
+        opened: Global___PlayOpened | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "kind", b"kind", "opened", b"opened", "update", b"update"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "kind", b"kind", "opened", b"opened", "update", b"update"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["update", "answer", "opened"]  # noqa: Y015
+    _WhichOneofArgType_kind: _TypeAlias = _typing.Literal["kind", b"kind"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_kind) -> _WhichOneofReturnType_kind | None: ...
+
+Global___PlayResponse: _TypeAlias = PlayResponse  # noqa: Y015
+
+@_typing.final
+class PlayOpened(_message.Message):
+    """PlayOpened is the first message of a Play stream."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MATCH_ID_FIELD_NUMBER: _builtins.int
+    SEAT_FIELD_NUMBER: _builtins.int
+    match_id: _builtins.str
+    seat: _builtins.int
+    def __init__(
+        self,
+        *,
+        match_id: _builtins.str = ...,
+        seat: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["match_id", b"match_id", "seat", b"seat"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PlayOpened: _TypeAlias = PlayOpened  # noqa: Y015
+
+@_typing.final
+class PlayAnswer(_message.Message):
+    """PlayAnswer answers one PlayAction."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    IDEMPOTENCY_KEY_FIELD_NUMBER: _builtins.int
+    SEQUENCE_FIELD_NUMBER: _builtins.int
+    CODE_FIELD_NUMBER: _builtins.int
+    MESSAGE_FIELD_NUMBER: _builtins.int
+    idempotency_key: _builtins.str
+    """The action's idempotency key."""
+    sequence: _builtins.int
+    """The action was accepted with this sequence number (its update comes on the stream). 0 when refused."""
+    code: _builtins.int
+    """The action was refused: a gRPC status code number (google.rpc.Code) and a reason. 0 (OK) when
+    accepted.
+    """
+    message: _builtins.str
+    def __init__(
+        self,
+        *,
+        idempotency_key: _builtins.str = ...,
+        sequence: _builtins.int = ...,
+        code: _builtins.int = ...,
+        message: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["code", b"code", "idempotency_key", b"idempotency_key", "message", b"message", "sequence", b"sequence"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PlayAnswer: _TypeAlias = PlayAnswer  # noqa: Y015

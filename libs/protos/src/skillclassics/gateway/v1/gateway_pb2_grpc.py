@@ -121,6 +121,11 @@ class GatewayServiceStub:
                 request_serializer=skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.AddClientSeedRequest.SerializeToString,
                 response_deserializer=skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.AddClientSeedResponse.FromString,
                 _registered_method=True)
+        self.Play = channel.stream_stream(
+                '/skillclassics.gateway.v1.GatewayService/Play',
+                request_serializer=skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.PlayRequest.SerializeToString,
+                response_deserializer=skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.PlayResponse.FromString,
+                _registered_method=True)
 
 
 class GatewayServiceServicer:
@@ -252,6 +257,21 @@ class GatewayServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Play(self, request_iterator, context):
+        """Play is one seated player's whole game over one stream, the fast way to play (docs/gateway.md): the
+        first message opens the match (like WatchMatchRequest), later ones submit actions. The stream
+        carries the match's updates as the caller's seat sees them, exactly as WatchMatch does, and one
+        answer per action: accepted with its sequence, or refused with the code and reason SubmitAction
+        would have given (a refused action does not end the stream). While it is open the caller counts
+        as connected. Opening refusals end the stream with their status (PERMISSION_DENIED when not
+        seated, INVALID_ARGUMENT when the first message is not an open), as do the token's expiry
+        (UNAUTHENTICATED), the gateway's shutdown and a shard that went away (UNAVAILABLE: reconnect from
+        the last sequence and retry unanswered actions with the same idempotency key).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_GatewayServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -334,6 +354,11 @@ def add_GatewayServiceServicer_to_server(servicer, server):
                     servicer.AddClientSeed,
                     request_deserializer=skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.AddClientSeedRequest.FromString,
                     response_serializer=skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.AddClientSeedResponse.SerializeToString,
+            ),
+            'Play': grpc.stream_stream_rpc_method_handler(
+                    servicer.Play,
+                    request_deserializer=skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.PlayRequest.FromString,
+                    response_serializer=skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.PlayResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -775,6 +800,33 @@ class GatewayService:
             '/skillclassics.gateway.v1.GatewayService/AddClientSeed',
             skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.AddClientSeedRequest.SerializeToString,
             skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.AddClientSeedResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Play(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/skillclassics.gateway.v1.GatewayService/Play',
+            skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.PlayRequest.SerializeToString,
+            skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.PlayResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -82,6 +82,17 @@ class GatewayServiceStub:
     the match's first draw: matches made by matchmaking wait a few seconds for both seeds before
     dealing. FAILED_PRECONDITION once the first draw was made; NOT_FOUND for a match without chance.
     """
+    Play: _grpc.StreamStreamMultiCallable[_gateway_pb2.PlayRequest, _gateway_pb2.PlayResponse]
+    """Play is one seated player's whole game over one stream, the fast way to play (docs/gateway.md): the
+    first message opens the match (like WatchMatchRequest), later ones submit actions. The stream
+    carries the match's updates as the caller's seat sees them, exactly as WatchMatch does, and one
+    answer per action: accepted with its sequence, or refused with the code and reason SubmitAction
+    would have given (a refused action does not end the stream). While it is open the caller counts
+    as connected. Opening refusals end the stream with their status (PERMISSION_DENIED when not
+    seated, INVALID_ARGUMENT when the first message is not an open), as do the token's expiry
+    (UNAUTHENTICATED), the gateway's shutdown and a shard that went away (UNAVAILABLE: reconnect from
+    the last sequence and retry unanswered actions with the same idempotency key).
+    """
 
 @_typing.type_check_only
 class GatewayServiceAsyncStub(GatewayServiceStub):
@@ -136,6 +147,17 @@ class GatewayServiceAsyncStub(GatewayServiceStub):
     the fairness stream of a match they are seated in, for families that use chance. It must come before
     the match's first draw: matches made by matchmaking wait a few seconds for both seeds before
     dealing. FAILED_PRECONDITION once the first draw was made; NOT_FOUND for a match without chance.
+    """
+    Play: _aio.StreamStreamMultiCallable[_gateway_pb2.PlayRequest, _gateway_pb2.PlayResponse]  # type: ignore[assignment]
+    """Play is one seated player's whole game over one stream, the fast way to play (docs/gateway.md): the
+    first message opens the match (like WatchMatchRequest), later ones submit actions. The stream
+    carries the match's updates as the caller's seat sees them, exactly as WatchMatch does, and one
+    answer per action: accepted with its sequence, or refused with the code and reason SubmitAction
+    would have given (a refused action does not end the stream). While it is open the caller counts
+    as connected. Opening refusals end the stream with their status (PERMISSION_DENIED when not
+    seated, INVALID_ARGUMENT when the first message is not an open), as do the token's expiry
+    (UNAUTHENTICATED), the gateway's shutdown and a shard that went away (UNAVAILABLE: reconnect from
+    the last sequence and retry unanswered actions with the same idempotency key).
     """
 
 class GatewayServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -284,6 +306,23 @@ class GatewayServiceServicer(metaclass=_abc_1.ABCMeta):
         the fairness stream of a match they are seated in, for families that use chance. It must come before
         the match's first draw: matches made by matchmaking wait a few seconds for both seeds before
         dealing. FAILED_PRECONDITION once the first draw was made; NOT_FOUND for a match without chance.
+        """
+
+    @_abc_1.abstractmethod
+    def Play(
+        self,
+        request_iterator: _MaybeAsyncIterator[_gateway_pb2.PlayRequest],
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_gateway_pb2.PlayResponse], _abc.AsyncIterator[_gateway_pb2.PlayResponse]]:
+        """Play is one seated player's whole game over one stream, the fast way to play (docs/gateway.md): the
+        first message opens the match (like WatchMatchRequest), later ones submit actions. The stream
+        carries the match's updates as the caller's seat sees them, exactly as WatchMatch does, and one
+        answer per action: accepted with its sequence, or refused with the code and reason SubmitAction
+        would have given (a refused action does not end the stream). While it is open the caller counts
+        as connected. Opening refusals end the stream with their status (PERMISSION_DENIED when not
+        seated, INVALID_ARGUMENT when the first message is not an open), as do the token's expiry
+        (UNAUTHENTICATED), the gateway's shutdown and a shard that went away (UNAVAILABLE: reconnect from
+        the last sequence and retry unanswered actions with the same idempotency key).
         """
 
 def add_GatewayServiceServicer_to_server(servicer: GatewayServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -858,3 +858,198 @@ class GetRecordResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___GetRecordResponse: _TypeAlias = GetRecordResponse  # noqa: Y015
+
+@_typing.final
+class ExchangeRequest(_message.Message):
+    """ExchangeRequest is a batch of calls on an Exchange stream."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CALLS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def calls(self) -> _containers.RepeatedCompositeFieldContainer[Global___ExchangeCall]: ...
+    def __init__(
+        self,
+        *,
+        calls: _abc.Iterable[Global___ExchangeCall] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["calls", b"calls"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ExchangeRequest: _TypeAlias = ExchangeRequest  # noqa: Y015
+
+@_typing.final
+class ExchangeCall(_message.Message):
+    """ExchangeCall is one call on an Exchange stream."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ID_FIELD_NUMBER: _builtins.int
+    SUBMIT_FIELD_NUMBER: _builtins.int
+    WATCH_FIELD_NUMBER: _builtins.int
+    UNWATCH_FIELD_NUMBER: _builtins.int
+    id: _builtins.int
+    """Chosen by the caller; unique among the stream's calls. Replies name it."""
+    @_builtins.property
+    def submit(self) -> Global___SubmitActionRequest: ...
+    @_builtins.property
+    def watch(self) -> Global___WatchRequest: ...
+    @_builtins.property
+    def unwatch(self) -> Global___Unwatch:
+        """End the watch with this call's id (no reply)."""
+
+    def __init__(
+        self,
+        *,
+        id: _builtins.int = ...,
+        submit: Global___SubmitActionRequest | None = ...,
+        watch: Global___WatchRequest | None = ...,
+        unwatch: Global___Unwatch | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["call", b"call", "submit", b"submit", "unwatch", b"unwatch", "watch", b"watch"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["call", b"call", "id", b"id", "submit", b"submit", "unwatch", b"unwatch", "watch", b"watch"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_call: _TypeAlias = _typing.Literal["submit", "watch", "unwatch"]  # noqa: Y015
+    _WhichOneofArgType_call: _TypeAlias = _typing.Literal["call", b"call"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_call) -> _WhichOneofReturnType_call | None: ...
+
+Global___ExchangeCall: _TypeAlias = ExchangeCall  # noqa: Y015
+
+@_typing.final
+class Unwatch(_message.Message):
+    """Unwatch ends a watch opened on the same Exchange stream."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    WATCH_ID_FIELD_NUMBER: _builtins.int
+    watch_id: _builtins.int
+    def __init__(
+        self,
+        *,
+        watch_id: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["watch_id", b"watch_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Unwatch: _TypeAlias = Unwatch  # noqa: Y015
+
+@_typing.final
+class ExchangeResponse(_message.Message):
+    """ExchangeResponse is a batch of replies on an Exchange stream."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REPLIES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def replies(self) -> _containers.RepeatedCompositeFieldContainer[Global___ExchangeReply]: ...
+    def __init__(
+        self,
+        *,
+        replies: _abc.Iterable[Global___ExchangeReply] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["replies", b"replies"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ExchangeResponse: _TypeAlias = ExchangeResponse  # noqa: Y015
+
+@_typing.final
+class ExchangeReply(_message.Message):
+    """ExchangeReply answers one call on an Exchange stream."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ID_FIELD_NUMBER: _builtins.int
+    SUBMITTED_FIELD_NUMBER: _builtins.int
+    UPDATE_FIELD_NUMBER: _builtins.int
+    REFUSED_FIELD_NUMBER: _builtins.int
+    id: _builtins.int
+    """The id of the call answered."""
+    @_builtins.property
+    def submitted(self) -> Global___Submitted:
+        """A submit was accepted (the update it made comes on the submitter's watch, like everybody's)."""
+
+    @_builtins.property
+    def update(self) -> Global___MatchUpdate:
+        """One update of a watch."""
+
+    @_builtins.property
+    def refused(self) -> Global___Refusal:
+        """The call was refused (a submit) or ended (a watch), with the code and reason SubmitAction or
+        Watch would have given.
+        """
+
+    def __init__(
+        self,
+        *,
+        id: _builtins.int = ...,
+        submitted: Global___Submitted | None = ...,
+        update: Global___MatchUpdate | None = ...,
+        refused: Global___Refusal | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["refused", b"refused", "reply", b"reply", "submitted", b"submitted", "update", b"update"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["id", b"id", "refused", b"refused", "reply", b"reply", "submitted", b"submitted", "update", b"update"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_reply: _TypeAlias = _typing.Literal["submitted", "update", "refused"]  # noqa: Y015
+    _WhichOneofArgType_reply: _TypeAlias = _typing.Literal["reply", b"reply"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_reply) -> _WhichOneofReturnType_reply | None: ...
+
+Global___ExchangeReply: _TypeAlias = ExchangeReply  # noqa: Y015
+
+@_typing.final
+class Submitted(_message.Message):
+    """Submitted is the answer to an accepted submit."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEQUENCE_FIELD_NUMBER: _builtins.int
+    sequence: _builtins.int
+    """The sequence number the action was given."""
+    def __init__(
+        self,
+        *,
+        sequence: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["sequence", b"sequence"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Submitted: _TypeAlias = Submitted  # noqa: Y015
+
+@_typing.final
+class Refusal(_message.Message):
+    """Refusal is a gRPC status carried inside a stream: the call it answers failed, the stream goes on."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CODE_FIELD_NUMBER: _builtins.int
+    MESSAGE_FIELD_NUMBER: _builtins.int
+    code: _builtins.int
+    """The gRPC status code number (google.rpc.Code: 3 INVALID_ARGUMENT, 9 FAILED_PRECONDITION, ...)."""
+    message: _builtins.str
+    """The reason, for people."""
+    def __init__(
+        self,
+        *,
+        code: _builtins.int = ...,
+        message: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["code", b"code", "message", b"message"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Refusal: _TypeAlias = Refusal  # noqa: Y015

@@ -76,6 +76,11 @@ class RulesServiceStub:
                 request_serializer=skillclassics_dot_rules_dot_v1_dot_rules__pb2.GetRecordRequest.SerializeToString,
                 response_deserializer=skillclassics_dot_rules_dot_v1_dot_rules__pb2.GetRecordResponse.FromString,
                 _registered_method=True)
+        self.Exchange = channel.stream_stream(
+                '/skillclassics.rules.v1.RulesService/Exchange',
+                request_serializer=skillclassics_dot_rules_dot_v1_dot_rules__pb2.ExchangeRequest.SerializeToString,
+                response_deserializer=skillclassics_dot_rules_dot_v1_dot_rules__pb2.ExchangeResponse.FromString,
+                _registered_method=True)
 
 
 class RulesServiceServicer:
@@ -141,6 +146,19 @@ class RulesServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Exchange(self, request_iterator, context):
+        """Exchange carries many players' play over one stream: the gateway keeps one per shard instead of a
+        call per action and a stream per watcher (docs/performance.md). Each request message is a batch of
+        calls, each response message a batch of replies; every call has an id chosen by the caller, unique
+        on the stream, and every reply names the call it answers. A submit is answered once (submitted or
+        refused), exactly as SubmitAction would answer it; a watch gets updates, exactly as Watch would
+        stream them, until an unwatch or a refusal ends it. Closing the stream ends its watches; submits
+        already received are still applied.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RulesServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -178,6 +196,11 @@ def add_RulesServiceServicer_to_server(servicer, server):
                     servicer.GetRecord,
                     request_deserializer=skillclassics_dot_rules_dot_v1_dot_rules__pb2.GetRecordRequest.FromString,
                     response_serializer=skillclassics_dot_rules_dot_v1_dot_rules__pb2.GetRecordResponse.SerializeToString,
+            ),
+            'Exchange': grpc.stream_stream_rpc_method_handler(
+                    servicer.Exchange,
+                    request_deserializer=skillclassics_dot_rules_dot_v1_dot_rules__pb2.ExchangeRequest.FromString,
+                    response_serializer=skillclassics_dot_rules_dot_v1_dot_rules__pb2.ExchangeResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -376,6 +399,33 @@ class RulesService:
             '/skillclassics.rules.v1.RulesService/GetRecord',
             skillclassics_dot_rules_dot_v1_dot_rules__pb2.GetRecordRequest.SerializeToString,
             skillclassics_dot_rules_dot_v1_dot_rules__pb2.GetRecordResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Exchange(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/skillclassics.rules.v1.RulesService/Exchange',
+            skillclassics_dot_rules_dot_v1_dot_rules__pb2.ExchangeRequest.SerializeToString,
+            skillclassics_dot_rules_dot_v1_dot_rules__pb2.ExchangeResponse.FromString,
             options,
             channel_credentials,
             insecure,

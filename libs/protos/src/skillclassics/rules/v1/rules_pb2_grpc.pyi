@@ -62,6 +62,15 @@ class RulesServiceStub:
     """GetRecord returns a finished match's record: the result and the game in the family's notation
     (PGN for chess) with its clock history.
     """
+    Exchange: _grpc.StreamStreamMultiCallable[_rules_pb2.ExchangeRequest, _rules_pb2.ExchangeResponse]
+    """Exchange carries many players' play over one stream: the gateway keeps one per shard instead of a
+    call per action and a stream per watcher (docs/performance.md). Each request message is a batch of
+    calls, each response message a batch of replies; every call has an id chosen by the caller, unique
+    on the stream, and every reply names the call it answers. A submit is answered once (submitted or
+    refused), exactly as SubmitAction would answer it; a watch gets updates, exactly as Watch would
+    stream them, until an unwatch or a refusal ends it. Closing the stream ends its watches; submits
+    already received are still applied.
+    """
 
 @_typing.type_check_only
 class RulesServiceAsyncStub(RulesServiceStub):
@@ -96,6 +105,15 @@ class RulesServiceAsyncStub(RulesServiceStub):
     GetRecord: _aio.UnaryUnaryMultiCallable[_rules_pb2.GetRecordRequest, _rules_pb2.GetRecordResponse]  # type: ignore[assignment]
     """GetRecord returns a finished match's record: the result and the game in the family's notation
     (PGN for chess) with its clock history.
+    """
+    Exchange: _aio.StreamStreamMultiCallable[_rules_pb2.ExchangeRequest, _rules_pb2.ExchangeResponse]  # type: ignore[assignment]
+    """Exchange carries many players' play over one stream: the gateway keeps one per shard instead of a
+    call per action and a stream per watcher (docs/performance.md). Each request message is a batch of
+    calls, each response message a batch of replies; every call has an id chosen by the caller, unique
+    on the stream, and every reply names the call it answers. A submit is answered once (submitted or
+    refused), exactly as SubmitAction would answer it; a watch gets updates, exactly as Watch would
+    stream them, until an unwatch or a refusal ends it. Closing the stream ends its watches; submits
+    already received are still applied.
     """
 
 class RulesServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -170,6 +188,21 @@ class RulesServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_rules_pb2.GetRecordResponse, _abc.Awaitable[_rules_pb2.GetRecordResponse]]:
         """GetRecord returns a finished match's record: the result and the game in the family's notation
         (PGN for chess) with its clock history.
+        """
+
+    @_abc_1.abstractmethod
+    def Exchange(
+        self,
+        request_iterator: _MaybeAsyncIterator[_rules_pb2.ExchangeRequest],
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_rules_pb2.ExchangeResponse], _abc.AsyncIterator[_rules_pb2.ExchangeResponse]]:
+        """Exchange carries many players' play over one stream: the gateway keeps one per shard instead of a
+        call per action and a stream per watcher (docs/performance.md). Each request message is a batch of
+        calls, each response message a batch of replies; every call has an id chosen by the caller, unique
+        on the stream, and every reply names the call it answers. A submit is answered once (submitted or
+        refused), exactly as SubmitAction would answer it; a watch gets updates, exactly as Watch would
+        stream them, until an unwatch or a refusal ends it. Closing the stream ends its watches; submits
+        already received are still applied.
         """
 
 def add_RulesServiceServicer_to_server(servicer: RulesServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
