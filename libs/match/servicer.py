@@ -12,6 +12,7 @@ from skillclassics.rules.v1 import rules_pb2, rules_pb2_grpc
 from libs.clocks import InvalidTimeControlError, TimeControl
 from libs.engines.base import InvalidOptionsError, MalformedActionError
 from libs.match.actor import MatchActor, MatchClosed
+from libs.match.exchange import SHUTTING_DOWN, ExchangeSession
 from libs.match.model import (
     DEFAULT_DISCONNECT_FORFEIT_MS,
     DEFAULT_FIRST_MOVE_TIMEOUT_MS,
@@ -94,6 +95,28 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
     async def SubmitAction(
         self, request: rules_pb2.SubmitActionRequest, context: grpc.aio.ServicerContext
     ) -> rules_pb2.SubmitActionResponse:
+        record = await self._submit(request)
+        return rules_pb2.SubmitActionResponse(
+            sequence=record.sequence, update=self._update(record, request.seat)
+        )
+
+    async def Watch(
+        self, request: rules_pb2.WatchRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[rules_pb2.WatchResponse]:
+        async for update in self._watch(request):
+            yield rules_pb2.WatchResponse(update=update)
+
+    async def Exchange(
+        self,
+        request_iterator: AsyncIterator[rules_pb2.ExchangeRequest],
+        context: grpc.aio.ServicerContext,
+    ) -> AsyncIterator[rules_pb2.ExchangeResponse]:
+        session = ExchangeSession(self._submit_sequence, self._watch)
+        async for response in session.serve(request_iterator):
+            yield response
+
+    async def _submit(self, request: rules_pb2.SubmitActionRequest) -> MatchRecord:
+        """Apply one action (SubmitAction's and Exchange's submit): the record it made, durable."""
         actor = await self._runtime.get(request.match_id)
         key = _key(request.idempotency_key)
         which = request.action.WhichOneof("kind")
@@ -111,22 +134,21 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
             payload = {"action": dict(self._family.action_to_json(action))}
             record = await actor.submit(request.seat, key, EventKind.ACTION, payload)
         self._runtime.note_progress(actor)
-        return rules_pb2.SubmitActionResponse(
-            sequence=record.sequence, update=self._update(record, request.seat)
-        )
+        return record
 
-    async def Watch(
-        self, request: rules_pb2.WatchRequest, context: grpc.aio.ServicerContext
-    ) -> AsyncIterator[rules_pb2.WatchResponse]:
+    async def _submit_sequence(self, request: rules_pb2.SubmitActionRequest) -> int:
+        return (await self._submit(request)).sequence
+
+    async def _watch(self, request: rules_pb2.WatchRequest) -> AsyncIterator[rules_pb2.MatchUpdate]:
+        """The match as the request's viewer sees it after each event from ``from_sequence`` on (Watch's
+        and Exchange's watch); ends after the final update."""
         actor = await self._runtime.get(request.match_id)
         viewer = _viewer(request, actor)
         try:
             async for record in actor.watch(request.from_sequence):
-                yield rules_pb2.WatchResponse(update=self._update(record, viewer))
+                yield self._update(record, viewer)
         except MatchClosed:
-            raise Unavailable(
-                "the rules service is shutting down; reconnect from your last sequence"
-            ) from None
+            raise Unavailable(SHUTTING_DOWN) from None
 
     async def GetMatch(
         self, request: rules_pb2.GetMatchRequest, context: grpc.aio.ServicerContext

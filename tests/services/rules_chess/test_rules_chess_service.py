@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import grpc
@@ -13,8 +12,8 @@ from skillclassics.chess.v1 import chess_pb2
 from skillclassics.rules.v1 import rules_pb2 as pb
 from skillclassics.rules.v1 import rules_pb2_grpc
 
-from libs.runtime import RunningServer
 from services.rules_chess.service import chess_rules_service
+from tests.services.rules_chess.conftest import start_rules_chess
 from tests.support import ServiceProcess, start_in_process
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -25,23 +24,6 @@ STALEMATE_IN_ONE = "7k/4Q3/6K1/8/8/8/8/8 w - - 0 1"  # 1. Qf7 stalemates Black: 
 
 def new_id() -> str:
     return f"chess.0.{uuid.uuid4().hex[:12]}"
-
-
-async def _start(url: str, env: dict[str, str] | None = None) -> RunningServer:
-    return await start_in_process("rules-chess", chess_rules_service, url, env)
-
-
-@pytest.fixture
-async def server(database_url: str) -> AsyncIterator[RunningServer]:
-    running = await _start(database_url)
-    yield running
-    await running.stop(grace=0.5)
-
-
-@pytest.fixture
-async def stub(server: RunningServer) -> AsyncIterator[Stub]:
-    async with grpc.aio.insecure_channel(server.address) as channel:
-        yield Stub(channel)
 
 
 async def create(
@@ -405,7 +387,7 @@ async def test_a_watcher_resuming_from_sequence_n_misses_nothing(stub: Stub) -> 
 
 
 async def test_a_restart_resumes_every_match_with_its_clocks(database_url: str) -> None:
-    first = await _start(database_url)
+    first = await start_rules_chess(database_url)
     async with grpc.aio.insecure_channel(first.address) as channel:
         stub = Stub(channel)
         match_id = await create(stub)
@@ -413,7 +395,7 @@ async def test_a_restart_resumes_every_match_with_its_clocks(database_url: str) 
         before = await get(stub, match_id)
     await first.stop(grace=0.5)
     await asyncio.sleep(0.3)
-    second = await _start(database_url)
+    second = await start_rules_chess(database_url)
     try:
         async with grpc.aio.insecure_channel(second.address) as channel:
             stub = Stub(channel)
@@ -432,7 +414,7 @@ async def test_a_restart_resumes_every_match_with_its_clocks(database_url: str) 
 
 
 async def test_list_matches_serves_every_status_with_its_filter(database_url: str) -> None:
-    first = await _start(database_url)
+    first = await start_rules_chess(database_url)
     async with grpc.aio.insecure_channel(first.address) as channel:
         stub = Stub(channel)
         finished = await create(stub)
@@ -456,7 +438,7 @@ async def test_list_matches_serves_every_status_with_its_filter(database_url: st
         )
     await first.stop(grace=0.5)
     # After a restart only the unfinished matches are in memory: the listing comes from the database.
-    second = await _start(database_url)
+    second = await start_rules_chess(database_url)
     try:
         async with grpc.aio.insecure_channel(second.address) as channel:
             await _check_listing(Stub(channel), expected)
@@ -545,7 +527,7 @@ async def test_wake_ups_come_from_the_clock_service(database_url: str) -> None:
     from services.clock.service import ClockService
 
     clock = await start_in_process("clock", ClockService, database_url)
-    rules = await _start(database_url, {"CLOCK_ADDRESS": clock.address})
+    rules = await start_rules_chess(database_url, {"CLOCK_ADDRESS": clock.address})
     try:
         async with grpc.aio.insecure_channel(rules.address) as channel:
             stub = Stub(channel)
@@ -595,7 +577,7 @@ async def test_results_reach_the_fairness_service_even_after_it_was_down(
                 fairness_pb2.CommitRequest(match_id=match_id, idempotency_key="k")
             )
         fairness.kill()  # the fairness service is down when the match ends
-        rules = await _start(database_url, {"FAIRNESS_ADDRESS": fairness.address})
+        rules = await start_rules_chess(database_url, {"FAIRNESS_ADDRESS": fairness.address})
         try:
             async with grpc.aio.insecure_channel(rules.address) as channel:
                 stub = Stub(channel)

@@ -985,7 +985,8 @@ class ExchangeReply(_message.Message):
     @_builtins.property
     def refused(self) -> Global___Refusal:
         """The call was refused (a submit) or ended (a watch), with the code and reason SubmitAction or
-        Watch would have given.
+        Watch would have given. A watch that ends because its match is over (after the final update)
+        gets a Refusal with code 0 (OK).
         """
 
     def __init__(

@@ -1,0 +1,155 @@
+"""One ``RulesService.Exchange`` stream: many players' submits and watches over a single stream, in batches.
+
+The gateway keeps one Exchange stream per rules shard instead of a unary call per action and a server
+stream per watcher (docs/performance.md): on this hot path gRPC's fixed cost per call and per message
+outweighs the work, and batching lets one message carry whatever is ready. Each call is served exactly
+as its own RPC would be (the servicer's submit and watch), and each refusal carries the code and reason
+that RPC would have ended with; one call's refusal never ends the stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import grpc
+import structlog
+from skillclassics.rules.v1 import rules_pb2
+
+from libs.match.actor import MatchClosed
+from libs.runtime.errors import InvalidArgument, ResourceExhausted, ServiceError
+
+MAX_BUFFERED_REPLIES = 100_000
+"""Replies waiting for the caller to read them; past this the caller is not reading and the stream ends
+(RESOURCE_EXHAUSTED) rather than the shard's memory growing without bound."""
+SHUTTING_DOWN = "the rules service is shutting down; reconnect from your last sequence"
+
+Submit = Callable[[rules_pb2.SubmitActionRequest], Awaitable[int]]
+Watch = Callable[[rules_pb2.WatchRequest], AsyncIterator[rules_pb2.MatchUpdate]]
+
+_log = structlog.get_logger(__name__)
+
+
+def refusal(error: BaseException) -> rules_pb2.Refusal:
+    """The status ``error`` would have ended its own RPC with, as a reply (never leaking internals)."""
+    if isinstance(error, ServiceError):
+        return rules_pb2.Refusal(code=error.code.value[0], message=error.reason)
+    if isinstance(error, MatchClosed):
+        return rules_pb2.Refusal(code=grpc.StatusCode.UNAVAILABLE.value[0], message=SHUTTING_DOWN)
+    _log.error("exchange.internal_error", exc_info=error)
+    return rules_pb2.Refusal(code=grpc.StatusCode.INTERNAL.value[0], message="internal error")
+
+
+class ExchangeSession:
+    """Serves one Exchange stream: reads batches of calls, runs each as its own task, and writes whatever
+    replies are ready as one batch per message."""
+
+    def __init__(self, submit: Submit, watch: Watch, max_buffered: int = MAX_BUFFERED_REPLIES) -> None:
+        self._submit = submit
+        self._watch = watch
+        self._max_buffered = max_buffered
+        self._replies: list[rules_pb2.ExchangeReply] = []
+        self._wake = asyncio.Event()
+        self._watches: dict[int, asyncio.Task[None]] = {}
+        self._submits: set[asyncio.Task[None]] = set()
+        self.batches_in = 0
+        """Request messages read (each a batch of calls)."""
+        self.batches_out = 0
+        """Response messages written (each a batch of replies)."""
+
+    async def serve(
+        self, requests: AsyncIterator[rules_pb2.ExchangeRequest]
+    ) -> AsyncIterator[rules_pb2.ExchangeResponse]:
+        """The stream's responses. When the caller half-closes, watches end and the submits already
+        received are answered before the stream ends; when the caller goes away, watches end and those
+        submits still complete (an accepted action is applied whether or not its answer is read)."""
+        reader = asyncio.create_task(self._read(requests))
+        try:
+            while True:
+                if not self._replies:
+                    if reader.done():
+                        reader.result()  # the caller's stream failed: end ours the same way
+                        for task in self._watches.values():
+                            task.cancel()
+                        if not self._submits:
+                            return
+                    self._wake.clear()
+                    waits: list[asyncio.Future[object]] = [asyncio.ensure_future(self._wake.wait())]
+                    if not reader.done():
+                        waits.append(reader)  # type: ignore[arg-type]
+                    try:
+                        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+                    finally:
+                        waits[0].cancel()
+                    continue
+                if len(self._replies) > self._max_buffered:
+                    raise ResourceExhausted(
+                        f"more than {self._max_buffered} replies unread: the caller fell behind"
+                    )
+                batch, self._replies = self._replies, []
+                self.batches_out += 1
+                yield rules_pb2.ExchangeResponse(replies=batch)
+        finally:
+            reader.cancel()
+            for task in self._watches.values():
+                task.cancel()
+
+    def _reply(self, reply: rules_pb2.ExchangeReply) -> None:
+        self._replies.append(reply)
+        self._wake.set()
+
+    async def _read(self, requests: AsyncIterator[rules_pb2.ExchangeRequest]) -> None:
+        async for request in requests:
+            self.batches_in += 1
+            for call in request.calls:
+                self._start(call)
+        self._wake.set()
+
+    def _start(self, call: rules_pb2.ExchangeCall) -> None:
+        which = call.WhichOneof("call")
+        if which == "unwatch":
+            task = self._watches.pop(call.unwatch.watch_id, None)
+            if task is not None:
+                task.cancel()
+            return
+        if which is None:
+            self._refuse(call.id, InvalidArgument("an exchange call needs submit, watch or unwatch"))
+            return
+        if which == "watch":
+            if call.id in self._watches:
+                self._refuse(call.id, InvalidArgument(f"call id {call.id} is a watch in progress"))
+                return
+            self._watches[call.id] = asyncio.create_task(self._run_watch(call.id, call.watch))
+            return
+        task = asyncio.create_task(self._run_submit(call.id, call.submit))
+        self._submits.add(task)
+        task.add_done_callback(self._submit_done)
+
+    def _submit_done(self, task: asyncio.Task[None]) -> None:
+        self._submits.discard(task)
+        self._wake.set()
+
+    def _refuse(self, call_id: int, error: BaseException) -> None:
+        self._reply(rules_pb2.ExchangeReply(id=call_id, refused=refusal(error)))
+
+    async def _run_submit(self, call_id: int, request: rules_pb2.SubmitActionRequest) -> None:
+        try:
+            sequence = await self._submit(request)
+        except Exception as error:  # every refusal becomes this call's reply; the stream goes on
+            self._refuse(call_id, error)
+            return
+        self._reply(rules_pb2.ExchangeReply(id=call_id, submitted=rules_pb2.Submitted(sequence=sequence)))
+
+    async def _run_watch(self, call_id: int, request: rules_pb2.WatchRequest) -> None:
+        try:
+            async for update in self._watch(request):
+                self._reply(rules_pb2.ExchangeReply(id=call_id, update=update))
+        except asyncio.CancelledError:
+            raise  # unwatched, or the stream ended: nobody to tell
+        except Exception as error:
+            self._refuse(call_id, error)
+        else:  # the match is over and its final update was sent
+            self._reply(rules_pb2.ExchangeReply(id=call_id, refused=rules_pb2.Refusal(code=0, message="")))
+        finally:
+            if self._watches.get(call_id) is asyncio.current_task():
+                del self._watches[call_id]
