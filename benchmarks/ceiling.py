@@ -9,9 +9,14 @@ in it: a "rules" process that answers and broadcasts a fixed 1.5 KB update witho
 engine or a clock; a "gateway" process that only relays; and a player process driving ``MATCHES``
 matches with zero think time, each player moving when its own stream says the opponent has moved.
 
-The figure is an upper bound for this architecture on this machine: the real platform adds a
-durable write, the rules engine, views, clocks, tokens and admission on top of it. Issue #8's target
-(a quarter of the yardstick with 500 matches) is read against it in docs/performance.md.
+It measures a second shape too, the one the platform plays over since #8's third round
+(docs/performance.md): each player has one bidirectional ``Play`` stream to the gateway carrying its
+actions, their answers and its updates, and the gateway keeps one ``Exchange`` stream to the rules
+process on which everything is batched (each message carries whatever calls or replies are ready).
+
+The figures are upper bounds for each shape on this machine: the real platform adds a durable write,
+the rules engine, views, clocks, tokens and admission on top. Issue #8's target (a quarter of the
+yardstick with 500 matches) is read against them in docs/performance.md.
 
 Run alone: ``python -m benchmarks ceiling``.
 """
@@ -20,8 +25,11 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import itertools
+import struct
 import sys
 import time
+from collections.abc import AsyncIterator
 
 import grpc
 
@@ -35,6 +43,9 @@ UPDATE_BYTES = 1500
 """About the size of a chess ``MatchUpdate`` in the middlegame (view, legal moves, clocks)."""
 _SUBMIT = "/ceiling.Relay/Submit"
 _WATCH = "/ceiling.Relay/Watch"
+_PLAY = "/ceiling.Relay/Play"
+_EXCHANGE = "/ceiling.Relay/Exchange"
+SHAPES = ("unary", "streamed")
 
 
 def _identity(payload: bytes) -> bytes:
@@ -42,25 +53,54 @@ def _identity(payload: bytes) -> bytes:
 
 
 def _handlers(
-    submit: grpc.aio.UnaryUnaryMultiCallable | object, watch: object
+    submit: object = None, watch: object = None, play: object = None, exchange: object = None
 ) -> grpc.GenericRpcHandler:  # pragma: no cover - wiring
-    return grpc.method_handlers_generic_handler(
-        "ceiling.Relay",
-        {
-            "Submit": grpc.unary_unary_rpc_method_handler(
-                submit, request_deserializer=_identity, response_serializer=_identity
-            ),
-            "Watch": grpc.unary_stream_rpc_method_handler(
-                watch, request_deserializer=_identity, response_serializer=_identity
-            ),
-        },
-    )
+    methods = {}
+    if submit is not None:
+        methods["Submit"] = grpc.unary_unary_rpc_method_handler(
+            submit, request_deserializer=_identity, response_serializer=_identity
+        )
+    if watch is not None:
+        methods["Watch"] = grpc.unary_stream_rpc_method_handler(
+            watch, request_deserializer=_identity, response_serializer=_identity
+        )
+    for name, method in (("Play", play), ("Exchange", exchange)):
+        if method is not None:
+            methods[name] = grpc.stream_stream_rpc_method_handler(
+                method, request_deserializer=_identity, response_serializer=_identity
+            )
+    return grpc.method_handlers_generic_handler("ceiling.Relay", methods)
+
+
+def _pack(frames: list[bytes]) -> bytes:
+    """Several frames as one message: each with a four-byte length."""
+    return b"".join(struct.pack(">I", len(frame)) + frame for frame in frames)
+
+
+def _unpack(message: bytes) -> list[bytes]:
+    frames = []
+    at = 0
+    while at < len(message):
+        (size,) = struct.unpack_from(">I", message, at)
+        frames.append(message[at + 4 : at + 4 + size])
+        at += 4 + size
+    return frames
+
+
+def _drain(queue: asyncio.Queue[bytes], first: bytes) -> list[bytes]:
+    """``first`` and everything already queued behind it: one batch."""
+    batch = [first]
+    while not queue.empty():
+        batch.append(queue.get_nowait())
+    return batch
 
 
 async def serve_rules(port: int) -> None:
-    """Answers every submit with a fixed update and broadcasts it to the match's two watchers."""
+    """Answers every submit with a fixed update and broadcasts it to the match's two watchers: as unary
+    calls and server streams, or batched on Exchange streams."""
     update = b"u" * UPDATE_BYTES
     watchers: dict[bytes, list[asyncio.Queue[bytes]]] = collections.defaultdict(list)
+    exchange_watchers: dict[bytes, list[tuple[asyncio.Queue[bytes], bytes]]] = collections.defaultdict(list)
 
     async def submit(request: bytes, context: object) -> bytes:
         match = request.split(b"|", 1)[0]
@@ -75,14 +115,58 @@ async def serve_rules(port: int) -> None:
         while True:
             yield await queue.get()
 
-    await _serve(port, _handlers(submit, watch))
+    async def exchange(requests: AsyncIterator[bytes], context: object):  # type: ignore[no-untyped-def]
+        """Frames in: ``S|call|match|ply`` (a submit), ``W|call|match`` (a watch). Frames out:
+        ``A|call|update`` (an answer), ``U|call|update`` (a watch's update). Batched both ways."""
+        out: asyncio.Queue[bytes] = asyncio.Queue()
+
+        async def read() -> None:
+            async for message in requests:
+                for frame in _unpack(message):
+                    kind, call, match = frame.split(b"|", 3)[:3]
+                    if kind == b"W":
+                        exchange_watchers[match].append((out, call))
+                        out.put_nowait(b"U|" + call + b"|ready")
+                        continue
+                    out.put_nowait(b"A|" + call + b"|" + update)
+                    for queue, watch_call in exchange_watchers[match]:
+                        queue.put_nowait(b"U|" + watch_call + b"|" + update)
+
+        reader = asyncio.create_task(read())
+        try:
+            while True:
+                yield _pack(_drain(out, await out.get()))
+        finally:
+            reader.cancel()
+
+    await _serve(port, _handlers(submit, watch, exchange=exchange))
 
 
 async def serve_gateway(port: int, upstream: str) -> None:
-    """Relays submits to the rules process and copies its stream messages to each player."""
+    """Relays submits to the rules process and copies its stream messages to each player (the unary
+    shape), and carries each player's Play stream over one batched Exchange stream (the streamed one)."""
     channel = grpc.aio.insecure_channel(upstream)
     forward = channel.unary_unary(_SUBMIT, request_serializer=_identity, response_deserializer=_identity)
     open_watch = channel.unary_stream(_WATCH, request_serializer=_identity, response_deserializer=_identity)
+    open_exchange = channel.stream_stream(
+        _EXCHANGE, request_serializer=_identity, response_deserializer=_identity
+    )
+    outgoing: asyncio.Queue[bytes] = asyncio.Queue()
+    answers: dict[bytes, asyncio.Queue[bytes]] = {}
+    """A call id on the Exchange stream → the Play stream its replies go to."""
+    calls = itertools.count()
+    exchange_call = None
+
+    async def batches() -> AsyncIterator[bytes]:
+        while True:
+            yield _pack(_drain(outgoing, await outgoing.get()))
+
+    async def dispatch(replies: AsyncIterator[bytes]) -> None:
+        async for message in replies:
+            for frame in _unpack(message):
+                kind, call, payload = frame.split(b"|", 2)
+                queue = answers.pop(call) if kind == b"A" else answers[call]
+                queue.put_nowait(b"answer" if kind == b"A" else payload)
 
     async def submit(request: bytes, context: object) -> bytes:
         return await forward(request)  # type: ignore[no-any-return]
@@ -91,7 +175,33 @@ async def serve_gateway(port: int, upstream: str) -> None:
         async for message in open_watch(request):
             yield message
 
-    await _serve(port, _handlers(submit, watch))
+    async def play(requests: AsyncIterator[bytes], context: object):  # type: ignore[no-untyped-def]
+        """First message: the match id; then actions. Out: the updates and one answer per action."""
+        nonlocal exchange_call
+        if exchange_call is None:
+            exchange_call = open_exchange(batches(), wait_for_ready=True)
+            tasks.add(asyncio.create_task(dispatch(exchange_call)))
+        replies: asyncio.Queue[bytes] = asyncio.Queue()
+        match = await anext(aiter(requests))
+        call = str(next(calls)).encode()
+        answers[call] = replies
+        outgoing.put_nowait(b"W|" + call + b"|" + match)
+
+        async def read() -> None:
+            async for action in requests:
+                submit_call = str(next(calls)).encode()
+                answers[submit_call] = replies
+                outgoing.put_nowait(b"S|" + submit_call + b"|" + action)
+
+        reader = asyncio.create_task(read())
+        try:
+            while True:
+                yield await replies.get()
+        finally:
+            reader.cancel()
+
+    tasks: set[asyncio.Task[None]] = set()
+    await _serve(port, _handlers(submit, watch, play=play))
 
 
 async def _serve(port: int, handlers: grpc.GenericRpcHandler) -> None:
@@ -103,7 +213,11 @@ async def _serve(port: int, handlers: grpc.GenericRpcHandler) -> None:
 
 
 async def drive(
-    address: str, matches: int = MATCHES, seconds: float = SECONDS, warm_up_s: float = WARM_UP_S
+    address: str,
+    matches: int = MATCHES,
+    seconds: float = SECONDS,
+    warm_up_s: float = WARM_UP_S,
+    shape: str = "unary",
 ) -> float:
     """Actions per second with ``matches`` matches, two players each, alternating with no think time."""
     async with grpc.aio.insecure_channel(address) as channel:
@@ -112,28 +226,55 @@ async def drive(
         open_watch = channel.unary_stream(
             _WATCH, request_serializer=_identity, response_deserializer=_identity
         )
+        open_play = channel.stream_stream(
+            _PLAY, request_serializer=_identity, response_deserializer=_identity
+        )
         counted = 0
         counting = False
         stop = asyncio.Event()
 
-        async def match(number: int) -> None:
+        async def unary_match(match_id: bytes) -> None:
             nonlocal counted
-            match_id = f"m{number}".encode()
             streams = [open_watch(match_id), open_watch(match_id)]
             for stream in streams:  # both watchers are registered before the first move
                 await stream.read()
             ply = 0
-            while not stop.is_set():
-                await submit(match_id + b"|" + str(ply).encode())
-                for stream in streams:  # the opponent (and the mover) see the update on their streams
-                    await stream.read()
-                ply += 1
-                if counting:
-                    counted += 1
-            for stream in streams:
-                stream.cancel()
+            try:
+                while not stop.is_set():
+                    await submit(match_id + b"|" + str(ply).encode())
+                    for stream in streams:  # the opponent (and the mover) see the update on their streams
+                        await stream.read()
+                    ply += 1
+                    if counting:
+                        counted += 1
+            finally:
+                for stream in streams:
+                    stream.cancel()
 
-        tasks = [asyncio.create_task(match(n)) for n in range(matches)]
+        async def streamed_match(match_id: bytes) -> None:
+            nonlocal counted
+            streams = [open_play(), open_play()]
+            for stream in streams:
+                await stream.write(match_id)
+            for stream in streams:
+                await stream.read()
+            ply = 0
+            try:
+                while not stop.is_set():
+                    mover, opponent = streams[ply % 2], streams[(ply + 1) % 2]
+                    await mover.write(match_id + b"|" + str(ply).encode())
+                    for _ in range(2):  # the mover gets the answer and the update, in either order
+                        await mover.read()
+                    await opponent.read()
+                    ply += 1
+                    if counting:
+                        counted += 1
+            finally:
+                for stream in streams:
+                    stream.cancel()
+
+        play = unary_match if shape == "unary" else streamed_match
+        tasks = [asyncio.create_task(play(f"m{n}".encode())) for n in range(matches)]
         await asyncio.sleep(warm_up_s)
         counting = True
         began = time.perf_counter()
@@ -141,14 +282,16 @@ async def drive(
         counting = False
         rate = counted / (time.perf_counter() - began)
         stop.set()
+        for task in tasks:
+            task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         return rate
 
 
 async def ceiling_rate(
-    matches: int = MATCHES, seconds: float = SECONDS, warm_up_s: float = WARM_UP_S
+    matches: int = MATCHES, seconds: float = SECONDS, warm_up_s: float = WARM_UP_S, shape: str = "unary"
 ) -> float:
-    """Start the do-nothing rules and gateway processes and drive them."""
+    """Start the do-nothing rules and gateway processes and drive them in ``shape`` (:data:`SHAPES`)."""
     rules_port, gateway_port = free_port(), free_port()
     processes = [
         await asyncio.create_subprocess_exec(
@@ -164,7 +307,7 @@ async def ceiling_rate(
         ),
     ]
     try:
-        return await drive(f"127.0.0.1:{gateway_port}", matches, seconds, warm_up_s)
+        return await drive(f"127.0.0.1:{gateway_port}", matches, seconds, warm_up_s, shape)
     finally:
         for process in processes:
             process.terminate()
@@ -173,12 +316,16 @@ async def ceiling_rate(
 
 async def run() -> None:
     yardstick = (await baseline_rate())["rate"]
-    ceiling = await ceiling_rate()
     print(f"yardstick (raw loopback unary): {yardstick:,.0f} calls/s")
-    print(
-        f"ceiling (the platform's hops for one action, no work in any service, {MATCHES} matches): "
-        f"{ceiling:,.0f} actions/s = {100 * ceiling / yardstick:.1f} % of the yardstick"
-    )
+    for shape, description in (
+        ("unary", "unary calls and a stream per watcher"),
+        ("streamed", "a Play stream per player, one batched Exchange stream"),
+    ):
+        ceiling = await ceiling_rate(shape=shape)
+        print(
+            f"ceiling, {description} (no work in any service, {MATCHES} matches): "
+            f"{ceiling:,.0f} actions/s = {100 * ceiling / yardstick:.1f} % of the yardstick"
+        )
 
 
 if __name__ == "__main__":

@@ -3,9 +3,12 @@ comes from ``make bench``)."""
 
 from __future__ import annotations
 
-from benchmarks.ceiling import ceiling_rate
+import pytest
+
+from benchmarks.ceiling import SHAPES, ceiling_rate
 
 
-async def test_the_ceiling_benchmark_plays_actions_through_both_relays() -> None:
-    rate = await ceiling_rate(matches=3, seconds=0.5, warm_up_s=0.2)
+@pytest.mark.parametrize("shape", SHAPES)
+async def test_the_ceiling_benchmark_plays_actions_through_both_relays(shape: str) -> None:
+    rate = await ceiling_rate(matches=3, seconds=0.5, warm_up_s=0.2, shape=shape)
     assert rate > 0
