@@ -39,6 +39,7 @@ from libs.runtime.config import env_int
 from libs.runtime.server import MAX_MESSAGE_BYTES
 from services.gateway.limits import Admission, TokenBuckets
 from services.gateway.servicer import DEFAULT_MAX_CALLS, DEFAULT_MAX_STREAMS, Backends, GatewayServicer
+from services.gateway.shard_link import ShardLinks
 from services.gateway.tokens import old_token_keys, token_key
 
 _CHANNEL_OPTIONS: list[tuple[str, object]] = [
@@ -69,6 +70,8 @@ class GatewayService(Service):
             env_int(environ, "GATEWAY_MAX_STREAMS", DEFAULT_MAX_STREAMS, minimum=1),
         )
         self._channels = RulesChannels(_CHANNEL_OPTIONS)
+        self.links = ShardLinks(self._channels)
+        """One ``Exchange`` stream per rules shard, shared by every Play stream (docs/gateway.md)."""
         self._matchmaking: grpc.aio.Channel | None = None
         self._fairness: grpc.aio.Channel | None = None
         self.servicer: GatewayServicer | None = None
@@ -88,7 +91,7 @@ class GatewayService(Service):
             proofs = fairness_pb2_grpc.FairnessServiceStub(self._fairness)
         self.servicer = GatewayServicer(
             self._keys,
-            Backends(lobby, self._shards, self._channels, self._timeout_s, proofs),
+            Backends(lobby, self._shards, self._channels, self._timeout_s, proofs, self.links),
             TokenBuckets("calls", self._call_rate, self._call_burst),
             TokenBuckets("stream opens", self._stream_rate, self._stream_burst),
             admission=self._admission,
@@ -96,12 +99,14 @@ class GatewayService(Service):
         gateway_pb2_grpc.add_GatewayServiceServicer_to_server(self.servicer, server)
 
     async def drain(self) -> None:
+        # Ends WatchMatch and Play streams at once; close() then closes the shard links.
         if self.servicer is not None:
             self.servicer.drain()
 
     async def close(self) -> None:
         if self.servicer is not None:
             await self.servicer.presence.close()
+        await self.links.close()
         await self._channels.close()
         for channel in (self._matchmaking, self._fairness):
             if channel is not None:

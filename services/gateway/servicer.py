@@ -25,10 +25,19 @@ from skillclassics.rules.v1 import rules_pb2, rules_pb2_grpc
 
 from libs.match.ids import MatchId, MatchIdError
 from libs.match.routing import RulesChannels, address_variable
-from libs.runtime.errors import InvalidArgument, NotFound, PermissionDenied, Unauthenticated, Unavailable
+from libs.runtime.errors import (
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    ResourceExhausted,
+    ServiceError,
+    Unauthenticated,
+    Unavailable,
+)
 from libs.runtime.interceptor import REQUEST_ID_METADATA
 from services.gateway.limits import Admission, Priority, TokenBuckets
 from services.gateway.presence import PresenceTracker
+from services.gateway.shard_link import ShardLink, ShardLinks, code_number, refusal_error
 from services.gateway.tokens import Claims, TokenError, verify_token
 
 SEAT_CACHE_SIZE = 10_000
@@ -46,15 +55,27 @@ class Backends:
         channels: RulesChannels,
         timeout_s: float,
         fairness: fairness_pb2_grpc.FairnessServiceStub | None = None,
+        links: ShardLinks | None = None,
     ) -> None:
         self.matchmaking = matchmaking
         self.fairness = fairness
         self.shards = shards
         self.channels = channels
         self.timeout_s = timeout_s
+        self.links = links if links is not None else ShardLinks(channels)
 
     def route(self, match_id: str) -> tuple[str, rules_pb2_grpc.RulesServiceStub]:
         """The rules shard serving ``match_id``: its name for messages and its stub."""
+        name, address = self._shard(match_id)
+        return name, self.channels.stub(address)
+
+    def link(self, match_id: str) -> ShardLink:
+        """The ``Exchange`` link to the rules shard serving ``match_id``."""
+        name, address = self._shard(match_id)
+        return self.links.link(address, name)
+
+    def _shard(self, match_id: str) -> tuple[str, str]:
+        """The rules shard serving ``match_id``: its name for messages and its address."""
         try:
             parsed = MatchId.parse(match_id)
         except MatchIdError as error:
@@ -66,8 +87,7 @@ class Backends:
             )
         if parsed.shard >= len(addresses):
             raise NotFound(f"no match {match_id}: {parsed.family} has shards 0-{len(addresses) - 1}")
-        name = f"rules-{parsed.family} shard {parsed.shard}"
-        return name, self.channels.stub(addresses[parsed.shard])
+        return f"rules-{parsed.family} shard {parsed.shard}", addresses[parsed.shard]
 
     def stub(self, match_id: str) -> rules_pb2_grpc.RulesServiceStub:
         return self.route(match_id)[1]
@@ -107,9 +127,18 @@ DEFAULT_MAX_CALLS = 2048
 """Unary calls in flight one gateway process serves at once (``GATEWAY_MAX_CALLS``)."""
 DEFAULT_MAX_STREAMS = 20_000
 """Streams one gateway process keeps open at once (``GATEWAY_MAX_STREAMS``)."""
+PLAY_BACKLOG = 1024
+"""Messages a Play stream may have waiting for its client. A client that stops reading is cut off past
+it (``RESOURCE_EXHAUSTED``) instead of growing the gateway's memory; it reconnects from its last
+sequence."""
+_FELL_BEHIND = (
+    f"you fell behind: more than {PLAY_BACKLOG} messages were waiting for you; "
+    "reconnect from your last sequence"
+)
 
 _Unary = TypeVar("_Unary", bound=Callable[..., Awaitable[Any]])
 _Streaming = TypeVar("_Streaming", bound=Callable[..., AsyncIterator[Any]])
+_Writing = TypeVar("_Writing", bound=Callable[..., Awaitable[None]])
 
 
 def _admitted(priority: Priority) -> Callable[[_Unary], _Unary]:
@@ -141,6 +170,110 @@ def _admitted_stream(priority: Priority) -> Callable[[_Streaming], _Streaming]:
     return wrap
 
 
+def _admitted_writer(priority: Priority) -> Callable[[_Writing], _Writing]:
+    """A streaming handler that writes with ``context.write`` (a coroutine, not a generator), open only
+    within the gateway's stream capacity."""
+
+    def wrap(method: _Writing) -> _Writing:
+        @functools.wraps(method)
+        async def handler(self: GatewayServicer, requests: Any, context: grpc.aio.ServicerContext) -> None:
+            with self.admission.stream(priority):
+                await method(self, requests, context)
+
+        return handler  # type: ignore[return-value]
+
+    return wrap
+
+
+class _PlayOutbox:
+    """What one Play stream has to write to its client, bounded; its actions in flight; how it ends.
+
+    Updates, answers and the end come from other tasks (the shard link's receiver, the actions in flight,
+    the token's timer, ``drain()``); one writer task writes the messages in order. An error ends the
+    stream at once, apart from the messages, so that it takes effect even while the writer is stuck on a
+    client that stopped reading (a write waits for the client's flow-control window). A stream that is
+    over without an error (the match ended, or the client is done sending) ends OK once every action in
+    flight is answered and every message written.
+    """
+
+    __slots__ = ("_closing", "_ended", "_limit", "_messages", "_more", "actions", "error")
+
+    def __init__(self, limit: int) -> None:
+        self._messages: collections.deque[pb.PlayResponse | None] = collections.deque()
+        self._limit = limit
+        self._more = asyncio.Event()
+        self._ended = asyncio.Event()
+        self._closing = False
+        self.actions: set[asyncio.Task[None]] = set()
+        """Actions in flight: each waits for its answer from the shard."""
+        self.error: BaseException | None = None
+
+    def put(self, message: pb.PlayResponse) -> None:
+        if self._ended.is_set():
+            return
+        if len(self._messages) >= self._limit:
+            self.end(ResourceExhausted(_FELL_BEHIND))
+            return
+        self._messages.append(message)
+        self._more.set()
+
+    def relay(self, item: rules_pb2.MatchUpdate | rules_pb2.Refusal) -> None:
+        """The shard link's subscriber: an update of the watch, or the refusal that ended it (OK: the
+        match is over and its final update was sent)."""
+        if isinstance(item, rules_pb2.MatchUpdate):
+            self.put(pb.PlayResponse(update=item))
+        elif item.code == code_number(grpc.StatusCode.OK):
+            self.close()
+        else:
+            self.end(refusal_error(item))
+
+    def track(self, action: asyncio.Task[None]) -> None:
+        self.actions.add(action)
+        action.add_done_callback(self._answered)
+
+    def _answered(self, action: asyncio.Task[None]) -> None:
+        self.actions.discard(action)
+        if self._closing and not self.actions:
+            self._finish()
+
+    def close(self) -> None:
+        """End the stream OK once every action in flight is answered and everything before is written."""
+        self._closing = True
+        if not self.actions:
+            self._finish()
+
+    def _finish(self) -> None:
+        self._messages.append(None)
+        self._more.set()
+
+    def end(self, error: BaseException | None) -> None:
+        """End the stream now, with ``error``'s status, dropping what was not written yet."""
+        if not self._ended.is_set():
+            self.error = error
+            self._ended.set()
+
+    def end_on_failure(self, task: asyncio.Task[None]) -> None:
+        """A done-callback: a helper task that failed ends the stream with its error."""
+        if not task.cancelled() and task.exception() is not None:
+            self.end(task.exception())
+
+    async def ended(self) -> BaseException | None:
+        await self._ended.wait()
+        return self.error
+
+    async def write(self, write: Callable[[pb.PlayResponse], Awaitable[None]]) -> None:
+        """Write the messages in order until the end of the stream."""
+        while True:
+            while not self._messages:
+                self._more.clear()
+                await self._more.wait()
+            message = self._messages.popleft()
+            if message is None:
+                self.end(None)
+                return
+            await write(message)
+
+
 class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
     """Implements ``skillclassics.gateway.v1.GatewayService``."""
 
@@ -164,6 +297,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         self.presence = PresenceTracker(backends.stub, backends.timeout_s)
         self._seats: collections.OrderedDict[str, tuple[str, ...]] = collections.OrderedDict()
         self._open_calls: set[Any] = set()
+        self._plays: set[_PlayOutbox] = set()
         self._draining = False
 
     # -- the caller ----------------------------------------------------------------------------------------
@@ -505,8 +639,121 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
             self._open_calls.discard(call)
             call.cancel()
 
+    @_admitted_writer(Priority.PLAY)
+    async def Play(  # type: ignore[override]  # a coroutine writing with context.write, not a generator
+        self, requests: AsyncIterator[pb.PlayRequest], context: grpc.aio.ServicerContext
+    ) -> None:
+        """A seated player's updates and actions over one stream, carried to the shard by its link.
+
+        Written with ``context.write`` by a task of its own rather than yielded, so that the stream can
+        end at once (token expiry, shutdown, a client that fell behind) even while a write waits for a
+        client that stopped reading.
+        """
+        claims = self._claims(context)
+        player = claims.player_id
+        self._streams.take(player)
+        try:
+            first = await anext(aiter(requests))
+        except StopAsyncIteration:
+            first = pb.PlayRequest()
+        if first.WhichOneof("kind") != "open":
+            raise InvalidArgument(
+                "the first message of a Play stream must be open (the match id and your last sequence)"
+            )
+        match_id = first.open.match_id
+        link = self._backends.link(match_id)
+        seat = await self._seat(match_id, player, context)
+        if seat is None:
+            raise PermissionDenied(
+                f"you are not seated in match {match_id}: Play is for seated players; "
+                "spectators use WatchMatch"
+            )
+        if self._draining:
+            raise Unavailable(_SHUTTING_DOWN)
+        outbox = _PlayOutbox(PLAY_BACKLOG)
+        outbox.put(pb.PlayResponse(opened=pb.PlayOpened(match_id=match_id, seat=seat)))
+        watch = link.watch(
+            rules_pb2.WatchRequest(match_id=match_id, seat=seat, from_sequence=first.open.from_sequence),
+            outbox.relay,
+        )
+        self.presence.opened(match_id, seat)
+        self._plays.add(outbox)
+        loop = asyncio.get_running_loop()
+        expiry = loop.call_later(
+            max(0.0, claims.expires_at - self._clock()), outbox.end, Unauthenticated(_EXPIRED)
+        )
+        writer = loop.create_task(outbox.write(context.write))
+        reader = loop.create_task(self._play_actions(requests, player, link, match_id, seat, outbox))
+        for task in (writer, reader):
+            task.add_done_callback(outbox.end_on_failure)
+        try:
+            error = await outbox.ended()
+        finally:
+            expiry.cancel()
+            watch.close()
+            self.presence.closed(match_id, seat)
+            self._plays.discard(outbox)
+            reader.cancel()
+            writer.cancel()
+            for action in list(outbox.actions):
+                action.cancel()
+        if error is not None:
+            raise error
+
+    async def _play_actions(
+        self,
+        requests: AsyncIterator[pb.PlayRequest],
+        player: str,
+        link: ShardLink,
+        match_id: str,
+        seat: int,
+        outbox: _PlayOutbox,
+    ) -> None:
+        """Submit each action of a Play stream as it comes (several may be in flight at once), for the
+        stream's match and the caller's own seat; when the client is done sending, close the stream."""
+        loop = asyncio.get_running_loop()
+        async for message in requests:
+            if message.WhichOneof("kind") != "action":
+                outbox.end(
+                    InvalidArgument("a Play stream is opened once: every later message must be an action")
+                )
+                return
+            key = message.action.idempotency_key
+            try:
+                self._calls.take(player)
+            except ResourceExhausted as error:
+                outbox.put(_answer(key, error))
+                continue
+            forwarded = rules_pb2.SubmitActionRequest(
+                match_id=match_id, seat=seat, idempotency_key=key, action=message.action.action
+            )
+            outbox.track(loop.create_task(self._play_action(link, forwarded, outbox)))
+        outbox.close()
+
+    async def _play_action(
+        self, link: ShardLink, request: rules_pb2.SubmitActionRequest, outbox: _PlayOutbox
+    ) -> None:
+        key = request.idempotency_key
+        try:
+            with self.admission.call(Priority.PLAY):
+                sequence = await link.submit(request, self._backends.timeout_s)
+        except ServiceError as error:
+            outbox.put(_answer(key, error))
+        else:
+            outbox.put(pb.PlayResponse(answer=pb.PlayAnswer(idempotency_key=key, sequence=sequence)))
+
     def drain(self) -> None:
-        """Shutdown began: end every relayed stream (callers get UNAVAILABLE and reconnect elsewhere)."""
+        """Shutdown began: end every relayed stream and Play stream (callers get UNAVAILABLE and
+        reconnect elsewhere)."""
         self._draining = True
         for call in list(self._open_calls):
             call.cancel()
+        for outbox in list(self._plays):
+            outbox.end(Unavailable(_SHUTTING_DOWN))
+
+
+def _answer(key: str, error: ServiceError) -> pb.PlayResponse:
+    """A refused action's answer: the refusal's code and reason; the stream goes on."""
+    return pb.PlayResponse(
+        answer=pb.PlayAnswer(idempotency_key=key, code=code_number(error.code), message=error.reason)
+    )
