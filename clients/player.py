@@ -4,7 +4,8 @@ and load tests share.
 ``PlayerSession(address, token)`` holds one channel to the gateway and sends every call with the token
 (``authorization: Bearer <token>``). It offers the lobby (tables, the queue, a lobby stream that waits
 for ``MatchReady``) and play (actions with idempotency keys, match streams that reconnect on their own
-from the last sequence seen, so every update arrives exactly once)::
+from the last sequence seen, so every update arrives exactly once; or, the fast way, one play stream per
+seated player that carries both the updates and the actions' answers)::
 
     async with PlayerSession("127.0.0.1:50050", token) as session:
         me = await session.whoami()
@@ -14,6 +15,10 @@ from the last sequence seen, so every update arrives exactly once)::
         async for update in session.watch_match(ready.match_id):
             ...
         await session.submit(ready.match_id, action)
+        async with session.play(ready.match_id) as stream:  # updates and answers on one stream
+            async for update in stream:
+                ...
+                sequence = await stream.submit(action)
 
 Failures are :class:`GatewayError` (the gRPC code and the gateway's reason). Calls refused by the
 gateway's rate limit are retried after the wait it names; calls that are safe to repeat (reads, and
@@ -49,6 +54,7 @@ __all__ = [
     "GatewayError",
     "Lobby",
     "MatchStream",
+    "PlayStream",
     "PlayerSession",
     "RetryPolicy",
     "development_token",
@@ -150,6 +156,84 @@ def _rate_limit_wait(error: grpc.aio.AioRpcError) -> float | None:
     return retry_wait_s(error.details() or "")
 
 
+class _Attempts:
+    """One call's refused tries: whether to try again and after how long (:meth:`wait_after`). The rate
+    limit is waited out as its refusal says; ``UNAVAILABLE`` is retried with a growing delay when the call
+    is ``repeatable``; each up to the policy's number of tries."""
+
+    def __init__(self, policy: RetryPolicy, *, repeatable: bool) -> None:
+        self.policy = policy
+        self.repeatable = repeatable
+        self.rate_limited = 0
+        self.unavailable = 0
+
+    def wait_after(self, code: grpc.StatusCode, details: str) -> float | None:
+        """The wait before trying again after a refusal (``None``: give up)."""
+        if (
+            code == grpc.StatusCode.RESOURCE_EXHAUSTED
+            and self.rate_limited + 1 < self.policy.rate_limited_attempts
+        ):
+            self.rate_limited += 1
+            return retry_wait_s(details)
+        if (
+            self.repeatable
+            and code == grpc.StatusCode.UNAVAILABLE
+            and self.unavailable + 1 < self.policy.unavailable_attempts
+        ):
+            self.unavailable += 1
+            return self.policy.delay(self.unavailable - 1)
+        return None
+
+
+class _Reopening:
+    """When a match stream (:class:`MatchStream`, :class:`PlayStream`) that broke is opened again.
+
+    ``UNAVAILABLE`` (a gateway or rules shard going away) and ``RESOURCE_EXHAUSTED`` (the stream-open
+    rate limit, a watcher that fell behind: after the wait it names) are retried up to the policy's
+    ``stream_attempts`` in a row without progress; ``NOT_FOUND`` is waited out for up to
+    ``creation_wait_s`` while the match was never seen (just paired, being created). Anything else raises
+    :class:`GatewayError`."""
+
+    def __init__(self, session: PlayerSession, *, seen: bool) -> None:
+        self.policy = session.retry
+        self.address = session.address
+        self.failures = 0
+        """Breaks in a row without progress."""
+        self.seen = seen
+        """Whether the match is known to exist (then ``NOT_FOUND`` is final)."""
+        self.started = time.monotonic()
+
+    def progressed(self) -> None:
+        """The stream brought something: the count of breaks in a row starts again."""
+        self.failures = 0
+        self.seen = True
+
+    async def after_error(self, error: grpc.aio.AioRpcError, *, broken: bool = False) -> None:
+        """Wait before reopening a stream that ended with ``error``; :class:`GatewayError` when it is not
+        to be reopened. ``broken``: the connection broke under the stream (retried as ``UNAVAILABLE``)."""
+        policy = self.policy
+        code = grpc.StatusCode.UNAVAILABLE if broken else error.code()
+        waiting = (
+            code == grpc.StatusCode.NOT_FOUND
+            and not self.seen
+            and time.monotonic() - self.started < policy.creation_wait_s
+        )
+        retry = code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED) or waiting
+        if not retry or (self.failures + 1 >= policy.stream_attempts and not waiting):
+            raise GatewayError.from_rpc(error, self.address) from None
+        wait = _rate_limit_wait(error)
+        await asyncio.sleep(wait if wait is not None else policy.delay(min(self.failures, 4)))
+        self.failures += 1
+
+    async def after_early_end(self, what: str) -> None:
+        """Wait before reopening a stream that ended cleanly before the match's final update (it should
+        not); :class:`GatewayError` once that keeps happening."""
+        self.failures += 1
+        if self.failures >= self.policy.stream_attempts:
+            raise GatewayError(grpc.StatusCode.UNAVAILABLE, f"the {what} keeps ending early")
+        await asyncio.sleep(self.policy.delay(self.failures))
+
+
 class PlayerSession:
     """One signed-in player's connection to the gateway (see the module docstring)."""
 
@@ -189,26 +273,15 @@ class PlayerSession:
     async def _call(self, method: Callable[..., Awaitable[_T]], request: Any, *, repeatable: bool) -> _T:
         """Call ``method`` with the token; retry on the rate limit, and on unavailability if
         ``repeatable``; raise :class:`GatewayError`."""
-        unavailable = rate_limited = 0
+        attempts = _Attempts(self.retry, repeatable=repeatable)
         while True:
             try:
                 return await method(request, metadata=self._metadata, timeout=self.retry.call_timeout_s)
             except grpc.aio.AioRpcError as error:
-                wait = _rate_limit_wait(error)
-                if wait is not None and rate_limited + 1 < self.retry.rate_limited_attempts:
-                    rate_limited += 1
-                    await asyncio.sleep(wait)
-                    continue
-                code = error.code()
-                if (
-                    repeatable
-                    and code == grpc.StatusCode.UNAVAILABLE
-                    and unavailable + 1 < self.retry.unavailable_attempts
-                ):
-                    await asyncio.sleep(self.retry.delay(unavailable))
-                    unavailable += 1
-                    continue
-                raise GatewayError.from_rpc(error, self.address) from None
+                wait = attempts.wait_after(error.code(), error.details() or "")
+                if wait is None:
+                    raise GatewayError.from_rpc(error, self.address) from None
+                await asyncio.sleep(wait)
 
     # -- who ---------------------------------------------------------------------------------------------
 
@@ -396,9 +469,17 @@ class PlayerSession:
         """The match's updates after ``from_sequence``, reconnecting on its own (see :class:`MatchStream`)."""
         return MatchStream(self, match_id, spectator=spectator, from_sequence=from_sequence)
 
+    def play(self, match_id: str, *, from_sequence: int = 0) -> PlayStream:
+        """Play the match the caller is seated in over one stream: its updates after ``from_sequence``
+        and the answers to the actions submitted on it, reconnecting on its own (see :class:`PlayStream`)."""
+        return PlayStream(self, match_id, from_sequence=from_sequence)
+
     def _open_match_stream(self, match_id: str, spectator: bool, from_sequence: int) -> Any:
         request = gw.WatchMatchRequest(match_id=match_id, spectator=spectator, from_sequence=from_sequence)
         return self._stub.WatchMatch(request, metadata=self._metadata)
+
+    def _open_play_stream(self) -> Any:
+        return self._stub.Play(metadata=self._metadata)
 
     def _open_lobby_stream(self) -> Any:
         return self._stub.WatchLobby(gw.WatchLobbyRequest(), metadata=self._metadata)
@@ -429,10 +510,7 @@ class MatchStream:
     async def _updates(self) -> AsyncIterator[rules_pb2.MatchUpdate]:
         if not self.spectator:
             await self.session.seed_match(self.match_id)  # before the first deal, for chance families
-        policy = self.session.retry
-        failures = 0
-        seen_any = self.last_sequence > 0
-        started = time.monotonic()
+        reopening = _Reopening(self.session, seen=self.last_sequence > 0)
         while not self._closed:
             self._call = self.session._open_match_stream(self.match_id, self.spectator, self.last_sequence)
             try:
@@ -441,42 +519,342 @@ class MatchStream:
                     if update.sequence <= self.last_sequence:
                         continue
                     self.last_sequence = update.sequence
-                    seen_any = True
-                    failures = 0
+                    reopening.progressed()
                     yield update
                     if is_over(update):
                         return
             except grpc.aio.AioRpcError as error:
-                code = error.code()
-                if self._closed or code == grpc.StatusCode.CANCELLED:
+                if self._closed or error.code() == grpc.StatusCode.CANCELLED:
                     return
-                waiting = (
-                    code == grpc.StatusCode.NOT_FOUND
-                    and not seen_any
-                    and time.monotonic() - started < policy.creation_wait_s
-                )
-                retry = code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED) or waiting
-                if not retry or (failures + 1 >= policy.stream_attempts and not waiting):
-                    raise GatewayError.from_rpc(error, self.session.address) from None
-                wait = _rate_limit_wait(error)
-                await asyncio.sleep(wait if wait is not None else policy.delay(min(failures, 4)))
-                failures += 1
+                await reopening.after_error(error)
                 self.reconnects += 1
                 continue
             finally:
                 self._call.cancel()
             # The stream ended cleanly without a final update (it should not): reopen it.
-            failures += 1
-            if failures >= policy.stream_attempts:
-                raise GatewayError(grpc.StatusCode.UNAVAILABLE, "the match stream keeps ending early")
+            await reopening.after_early_end("match stream")
             self.reconnects += 1
-            await asyncio.sleep(policy.delay(failures))
 
     def close(self) -> None:
         """Stop: the iteration ends."""
         self._closed = True
         if self._call is not None:
             self._call.cancel()
+
+
+_CODES: Final = {code.value[0]: code for code in grpc.StatusCode}
+"""gRPC status codes by number (a play answer's ``code``)."""
+
+
+def _answer_code(number: int) -> grpc.StatusCode:
+    return _CODES.get(number, grpc.StatusCode.UNKNOWN)
+
+
+@dataclass(slots=True)
+class _Unanswered:
+    """An action sent on a play stream and not answered yet."""
+
+    request: gw.PlayRequest
+    answer: asyncio.Future[int]
+
+
+class _Ended:
+    """The end of a play stream's updates (``error``: why, when it did not end with the match)."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: GatewayError | None) -> None:
+        self.error = error
+
+
+class PlayStream:
+    """A seated player's match over one ``Play`` stream: the updates (each exactly once and in order,
+    across reconnections) and the answers to the actions submitted on it.
+
+    Iterate it (``async for update in stream``, or :meth:`updates`); it ends after the match's final
+    update. :attr:`seat` is the caller's seat once the gateway opened the stream (:meth:`opened` waits for
+    it). :meth:`submit` sends an action and returns the sequence it was given, or raises
+    :class:`GatewayError` with the code and reason the gateway refused it for (a refused action does not
+    end the stream); several may be in flight at once, each answer is matched by its idempotency key. A
+    background task reads the stream, so answers arrive whether or not the updates are being read.
+
+    Reconnection is :class:`MatchStream`'s: a stream that breaks with ``UNAVAILABLE`` or
+    ``RESOURCE_EXHAUSTED`` is reopened from :attr:`last_sequence`, a match that does not exist yet (just
+    paired) is waited for, other refusals end the stream with :class:`GatewayError` (raised by the
+    iteration and by every unanswered :meth:`submit`). Actions sent but not answered when a stream broke
+    are sent again on the next one with the same idempotency key, so each is applied and answered once
+    (a repeat returns the original answer). When the match's final update arrives with actions still
+    unanswered, the stream is told that no more come (the gateway then answers those in flight and ends
+    it); any whose answer still did not come are asked once more through ``SubmitAction`` with their key.
+
+    ``async with session.play(match_id) as stream`` closes it on the way out; otherwise call
+    :meth:`close` (or ``await`` :meth:`aclose`)."""
+
+    def __init__(self, session: PlayerSession, match_id: str, *, from_sequence: int = 0) -> None:
+        self.session = session
+        self.match_id = match_id
+        self.last_sequence = from_sequence
+        self.seat: int | None = None
+        """The caller's seat, from the gateway's ``opened`` (``None`` until then)."""
+        self.reconnects = 0
+        """How many times the stream was reopened."""
+        self._unanswered: dict[str, _Unanswered] = {}
+        """By idempotency key, in the order they were submitted."""
+        self._outbox: asyncio.Queue[gw.PlayRequest | None] | None = None
+        """What the open stream is still to send (``None`` while none is open)."""
+        self._updates: asyncio.Queue[rules_pb2.MatchUpdate | _Ended] = asyncio.Queue()
+        self._opened = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._call: Any = None
+        self._over = False
+        """The match's final update arrived."""
+        self._ended: _Ended | None = None
+        self._closed = False
+
+    async def __aenter__(self) -> Self:
+        self._start()
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    def __aiter__(self) -> AsyncIterator[rules_pb2.MatchUpdate]:
+        return self.updates()
+
+    async def updates(self) -> AsyncIterator[rules_pb2.MatchUpdate]:
+        """The match's updates after :attr:`last_sequence` as the stream opened, to the final one."""
+        self._start()
+        while True:
+            item = await self._updates.get()
+            if isinstance(item, _Ended):
+                self._updates.put_nowait(item)  # for any later reader
+                if item.error is not None:
+                    raise item.error
+                return
+            yield item
+            if is_over(item):
+                return
+
+    async def opened(self) -> int:
+        """The caller's seat, once the gateway opened the stream; :class:`GatewayError` if it could not."""
+        self._start()
+        await self._opened.wait()
+        if self.seat is None:
+            raise self._end_error()
+        return self.seat
+
+    async def submit(self, action: rules_pb2.Action, *, idempotency_key: str | None = None) -> int:
+        """Play ``action`` for the caller's seat; the sequence it was given. The idempotency key (fresh
+        unless given) makes repeats safe. A refusal is :class:`GatewayError`; the rate limit (and
+        ``UNAVAILABLE``) are retried with the same key as the session's calls are."""
+        key = idempotency_key or new_key()
+        attempts = _Attempts(self.session.retry, repeatable=True)
+        while True:
+            try:
+                return await self._send(key, action)
+            except GatewayError as error:
+                wait = None if self._ended is not None else attempts.wait_after(error.code, error.details)
+                if wait is None:
+                    raise
+                await asyncio.sleep(wait)
+
+    async def _send(self, key: str, action: rules_pb2.Action) -> int:
+        self._start()
+        if self._ended is not None or self._over:
+            raise self._end_error()
+        entry = self._unanswered.get(key)
+        if entry is None:
+            request = gw.PlayRequest(action=gw.PlayAction(idempotency_key=key, action=action))
+            entry = _Unanswered(request, asyncio.get_running_loop().create_future())
+            self._unanswered[key] = entry
+            if self._outbox is not None:
+                self._outbox.put_nowait(request)
+        try:
+            return await entry.answer
+        finally:
+            if self._unanswered.get(key) is entry:  # the caller gave up waiting (cancelled)
+                del self._unanswered[key]
+
+    def close(self) -> None:
+        """Stop: the iteration ends, and actions still unanswered raise ``CANCELLED``."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._call is not None:
+            self._call.cancel()
+        if self._task is not None:
+            self._task.cancel()
+        self._end(None)
+
+    async def aclose(self) -> None:
+        """:meth:`close`, then wait for the background task to stop."""
+        self.close()
+        if self._task is not None:
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    # -- the background task -----------------------------------------------------------------------------
+
+    def _start(self) -> None:
+        if self._task is None and not self._closed:
+            self._task = asyncio.create_task(self._run(), name=f"play-{self.match_id}")
+
+    async def _run(self) -> None:
+        error: GatewayError | None = None
+        try:
+            await self.session.seed_match(self.match_id)  # before the first deal, for chance families
+            await self._play()
+            await self._ask_again()
+        except GatewayError as failure:
+            error = failure
+        finally:
+            self._end(error)
+
+    async def _play(self) -> None:
+        """Open, read and reopen the stream until the match is over (and its actions answered, or the
+        stream ended)."""
+        reopening = _Reopening(self.session, seen=self.last_sequence > 0)
+        policy = self.session.retry
+        while not self._closed:
+            outbox: asyncio.Queue[gw.PlayRequest | None] = asyncio.Queue()
+            outbox.put_nowait(
+                gw.PlayRequest(open=gw.PlayOpen(match_id=self.match_id, from_sequence=self.last_sequence))
+            )
+            for entry in self._unanswered.values():  # sent again with the same key: answered once
+                outbox.put_nowait(entry.request)
+            self._outbox = outbox
+            self._call = call = self.session._open_play_stream()
+            writer = _Writer(call, outbox, f"play-{self.match_id}-writer")
+            try:
+                async with asyncio.timeout(None) as answers_due:
+                    async for response in call:
+                        kind = response.WhichOneof("kind")
+                        if kind == "update":
+                            if self._take(response.update):
+                                reopening.progressed()
+                        elif kind == "answer":
+                            reopening.progressed()
+                            self._answered(response.answer)
+                        elif kind == "opened":
+                            reopening.seen = True
+                            self.seat = response.opened.seat
+                            self._opened.set()
+                        if self._over:
+                            if not self._unanswered:
+                                return
+                            if answers_due.when() is None:  # the gateway answers, then ends the stream
+                                outbox.put_nowait(None)
+                                answers_due.reschedule(
+                                    asyncio.get_running_loop().time() + policy.call_timeout_s
+                                )
+            except TimeoutError:
+                return
+            except grpc.aio.AioRpcError as error:
+                if self._closed or error.code() == grpc.StatusCode.CANCELLED or self._over:
+                    return
+                await reopening.after_error(error, broken=writer.broke(error))
+                self.reconnects += 1
+                continue
+            finally:
+                self._outbox = None
+                call.cancel()
+                await writer.stop()
+            if self._over:
+                return
+            # The stream ended cleanly without a final update (it should not): reopen it.
+            await reopening.after_early_end("play stream")
+            self.reconnects += 1
+
+    def _take(self, update: rules_pb2.MatchUpdate) -> bool:
+        """Pass ``update`` on unless seen already; whether it was new."""
+        if update.sequence <= self.last_sequence or self._over:
+            return False
+        self.last_sequence = update.sequence
+        self._updates.put_nowait(update)
+        if is_over(update):
+            self._over = True
+        return True
+
+    def _answered(self, answer: gw.PlayAnswer) -> None:
+        entry = self._unanswered.pop(answer.idempotency_key, None)
+        if entry is None or entry.answer.done():
+            return  # a repeat's answer, or one nobody waits for any more
+        if answer.code == grpc.StatusCode.OK.value[0]:
+            entry.answer.set_result(answer.sequence)
+        else:
+            entry.answer.set_exception(GatewayError(_answer_code(answer.code), answer.message))
+
+    async def _ask_again(self) -> None:
+        """The actions still unanswered when the match ended (their answers did not come before the
+        stream did): ask ``SubmitAction`` with the same key, which returns the original answer."""
+
+        async def ask(key: str, entry: _Unanswered) -> None:
+            try:
+                reply = await self.session.submit(
+                    self.match_id, entry.request.action.action, idempotency_key=key
+                )
+            except GatewayError as error:
+                if not entry.answer.done():
+                    entry.answer.set_exception(error)
+            else:
+                if not entry.answer.done():
+                    entry.answer.set_result(reply.sequence)
+            self._unanswered.pop(key, None)
+
+        if self._over and not self._closed:
+            await asyncio.gather(*(ask(key, entry) for key, entry in list(self._unanswered.items())))
+
+    def _end_error(self) -> GatewayError:
+        if self._ended is not None and self._ended.error is not None:
+            return self._ended.error
+        if self._closed:
+            return GatewayError(grpc.StatusCode.CANCELLED, "the play stream was closed")
+        return GatewayError(grpc.StatusCode.FAILED_PRECONDITION, f"match {self.match_id} is over")
+
+    def _end(self, error: GatewayError | None) -> None:
+        """The stream is done: the iteration ends (with ``error``), unanswered actions fail."""
+        if self._ended is not None:
+            return
+        self._ended = _Ended(error)
+        self._updates.put_nowait(self._ended)
+        self._opened.set()
+        failure = self._end_error()
+        for entry in self._unanswered.values():
+            if not entry.answer.done():
+                entry.answer.set_exception(failure)
+                entry.answer.exception()  # retrieved here: its submit may be gone
+        self._unanswered.clear()
+
+
+class _Writer:
+    """Sends one play stream's requests as they are queued (gRPC allows one write at a time); ``None``
+    in the queue: no more (the gateway then answers the actions in flight and ends the stream)."""
+
+    def __init__(self, call: Any, outbox: asyncio.Queue[gw.PlayRequest | None], name: str) -> None:
+        self.call = call
+        self.outbox = outbox
+        self.writing = False
+        """A write is under way (or failed): a stream that ended meanwhile may show the failed write's
+        ``INTERNAL`` instead of the status the gateway ended it with."""
+        self.task = asyncio.create_task(self._run(), name=name)
+
+    async def _run(self) -> None:
+        with contextlib.suppress(grpc.aio.AioRpcError, asyncio.InvalidStateError):
+            while (request := await self.outbox.get()) is not None:
+                self.writing = True
+                await self.call.write(request)
+                self.writing = False
+            await self.call.done_writing()
+
+    def broke(self, error: grpc.aio.AioRpcError) -> bool:
+        """Whether ``error`` is this side's write failing on a stream that was ending (the connection
+        broke: reopen it), not a refusal of the gateway's."""
+        return self.writing and error.code() == grpc.StatusCode.INTERNAL
+
+    async def stop(self) -> None:
+        self.task.cancel()
+        await asyncio.gather(self.task, return_exceptions=True)
 
 
 class Lobby:

@@ -22,6 +22,7 @@ from typing import Final, TypeAlias
 
 from clients.families import InputError
 from clients.load.harness import (
+    TRANSPORTS,
     LoadConfig,
     LoadError,
     LoadRun,
@@ -120,6 +121,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=("table", "queue"),
         default="table",
         help="table: one creates a table, the other lists and joins it (default); queue: both queue",
+    )
+    what.add_argument(
+        "--transport",
+        choices=TRANSPORTS,
+        default="play",
+        help="play: one Play stream per player for its updates and actions (default); "
+        "unary: a WatchMatch stream and a SubmitAction call per action",
     )
     how = parser.add_argument_group("how hard")
     how.add_argument(
@@ -271,6 +279,7 @@ def config_from_args(args: argparse.Namespace, env: Mapping[str, str]) -> LoadCo
         think_jitter_ms=args.think_jitter_ms,
         max_plies=args.max_plies or None,
         pairing=args.pairing,
+        transport=args.transport,
         connections=args.connections,
         stall_s=args.stall,
         max_in_flight=args.max_in_flight,

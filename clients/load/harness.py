@@ -5,16 +5,20 @@ A *pair* is two fresh players (ids ``<run id>-<family>-<n>-a`` and ``-b``) on de
 table pairing (the default) ``a`` opens its lobby stream, creates a table and waits for its
 ``MatchReady``; ``b`` lists the family's tables and joins ``a``'s. With queue pairing both enter the
 quick-match queue and wait for their ``MatchReady`` (matchmaking may pair them with players of other
-pairs; every count below is per match all the same). Each player then watches the match as its own seat
-(:meth:`~clients.player.PlayerSession.watch_match`) and, whenever its stream shows it legal actions,
-picks one with the family's bot strategy (:mod:`clients.families`) and submits it, after the think
-time. At the ply cap the player to move resigns.
+pairs; every count below is per match all the same). Each player then follows the match as its own
+seat and, whenever its stream shows it legal actions, picks one with the family's bot strategy
+(:mod:`clients.families`) and submits it, after the think time. At the ply cap the player to move
+resigns. The *transport* says how: ``play`` (the default) is one ``Play`` stream per player for its
+updates and its actions (:meth:`~clients.player.PlayerSession.play`); ``unary`` is a ``WatchMatch``
+stream for the updates (:meth:`~clients.player.PlayerSession.watch_match`) and a ``SubmitAction`` call
+per action.
 
-What is measured (:class:`Metrics`): every ``SubmitAction`` call that was answered (from the call of
-the attempt that succeeded to its answer), the *submit-to-opponent-update* latency (from that same call
-until the opponent's stream delivers the update with the sequence the action was given, whichever of
-the answer and the update comes first), and the *match setup* (from a pair's start, before signing in,
-to each player's first update of its match). Refusals are counted by operation and status code; the
+What is measured (:class:`Metrics`): every action that was answered (``submit_action``: from sending the
+attempt that succeeded, the call or the stream message, to its answer), the *submit-to-opponent-update*
+latency (from that same moment until the opponent's stream delivers the update with the sequence the
+action was given, whichever of the answer and the update comes first), and the *match setup* (from a
+pair's start, before signing in, to each player's first update of its match). Refusals are counted by
+operation (those of actions as ``SubmitAction`` whichever the transport) and status code; the
 gateway's rate limit (``RESOURCE_EXHAUSTED``, "retry in N ms") is counted and waited out, then the same
 call is made again (with the same idempotency key for actions); ``UNAVAILABLE`` is counted and retried
 for calls that are safe to repeat. A match whose player hits any other error counts as failed, and the
@@ -53,7 +57,9 @@ from clients.player import (
     DEFAULT_GATEWAY,
     GatewayError,
     Lobby,
+    MatchStream,
     PlayerSession,
+    PlayStream,
     RetryPolicy,
     development_token,
     is_over,
@@ -71,6 +77,7 @@ __all__ = [
     "Metrics",
     "RunResult",
     "TokenMinter",
+    "Transport",
     "arrival_time",
     "new_run_id",
     "parse_families",
@@ -84,6 +91,9 @@ LATENCIES: Final = ("submit_action", "opponent_update", "match_setup")
 
 Mode = Literal["closed", "open"]
 Pairing = Literal["table", "queue"]
+Transport = Literal["play", "unary"]
+TRANSPORTS: Final = ("play", "unary")
+"""How players play: one ``Play`` stream each (the default), or ``WatchMatch`` and ``SubmitAction``."""
 
 _FATAL_AT_SETUP = (
     grpc.StatusCode.INVALID_ARGUMENT,
@@ -167,6 +177,9 @@ class LoadConfig:
     max_plies: int | None = 200
     """The player to move resigns once the match has had this many moves (``None``: no cap)."""
     pairing: Pairing = "table"
+    transport: Transport = "play"
+    """``play``: one ``Play`` stream per player for its updates and actions; ``unary``: a ``WatchMatch``
+    stream for the updates and a ``SubmitAction`` call per action."""
     connections: int = 8
     """HTTP/2 connections to the gateway shared by all players (each player has its own token)."""
     stall_s: float = 30.0
@@ -212,6 +225,8 @@ class LoadConfig:
             raise ValueError("the ply cap must be at least 1")
         if self.pairing not in ("table", "queue"):
             raise ValueError(f"pairing must be table or queue, not {self.pairing!r}")
+        if self.transport not in TRANSPORTS:
+            raise ValueError(f"transport must be play or unary, not {self.transport!r}")
         if self.connections < 1:
             raise ValueError("at least 1 connection")
         if not self.stall_s > 0:
@@ -239,7 +254,7 @@ class LoadConfig:
         )
         cap = f"cap {self.max_plies} plies" if self.max_plies else "no ply cap"
         return (
-            f"{self.run_id}: {what}, {self.pairing} pairing, {think}, {cap}, "
+            f"{self.run_id}: {what}, {self.pairing} pairing, {self.transport} transport, {think}, {cap}, "
             f"ramp-up {self.ramp_up_s:g} s, stop after {' or '.join(stop)}, gateway {self.gateway}"
         )
 
@@ -732,7 +747,14 @@ class Engine:
         config = self.config
         metrics = self.metrics
         strategy = adapter.strategy(rng)
-        stream = session.watch_match(match.match_id)
+        stream: PlayStream | MatchStream
+        if config.transport == "play":
+            stream = session.play(match.match_id)
+            operation = "Play"
+        else:
+            stream = session.watch_match(match.match_id)
+            operation = "WatchMatch"
+        send = self._sender(session, match.match_id, stream)
         updates = aiter(stream)
         first = True
         acted_at = 0
@@ -746,7 +768,7 @@ class Engine:
                     return
                 except TimeoutError:
                     raise Stalled(
-                        "WatchMatch",
+                        operation,
                         f"{match.match_id}: no update for {config.stall_s:g} s "
                         f"after sequence {stream.last_sequence}",
                     ) from None
@@ -782,7 +804,7 @@ class Engine:
                     )
                 if think_ms > 0:
                     await asyncio.sleep(think_ms / 1000)
-                submitted = await self._submit(adapter.name, session, match, action)
+                submitted = await self._submit(adapter.name, send, match, action)
                 if submitted is None:
                     continue
                 sequence, call_began = submitted
@@ -798,18 +820,45 @@ class Engine:
         """Called before each action is submitted, outside its timing (a benchmark holding moves back
         until its stack is ready overrides this; waiting here is not counted as the call's latency)."""
 
+    def _sender(
+        self, session: PlayerSession, match_id: str, stream: PlayStream | MatchStream
+    ) -> Callable[[rules_pb2.Action, str], Awaitable[int]]:
+        """How a player sends an action with an idempotency key, for its sequence: on its play stream, or
+        (following a match stream) with ``SubmitAction``."""
+        if isinstance(stream, PlayStream):
+            play = stream
+            stall_s = self.config.stall_s
+
+            async def on_the_stream(action: rules_pb2.Action, key: str) -> int:
+                try:
+                    async with asyncio.timeout(stall_s):
+                        return await play.submit(action, idempotency_key=key)
+                except TimeoutError:
+                    raise Stalled("SubmitAction", f"{match_id}: no answer for {stall_s:g} s") from None
+
+            return on_the_stream
+
+        async def unary(action: rules_pb2.Action, key: str) -> int:
+            return (await session.submit(match_id, action, idempotency_key=key)).sequence
+
+        return unary
+
     async def _submit(
-        self, family_name: str, session: PlayerSession, match: _LiveMatch, action: rules_pb2.Action
+        self,
+        family_name: str,
+        send: Callable[[rules_pb2.Action, str], Awaitable[int]],
+        match: _LiveMatch,
+        action: rules_pb2.Action,
     ) -> tuple[int, int] | None:
-        """Submit ``action``; the sequence it was given and when the successful call began (``None``:
-        refused as stale, the match moved on meanwhile)."""
+        """Submit ``action`` with ``send`` (:meth:`_sender`); the sequence it was given and when the
+        successful attempt was sent (``None``: refused as stale, the match moved on meanwhile)."""
         await self.before_submit(action)
         key = new_key()
         limited = unavailable = 0
         while True:
             began = time.perf_counter_ns()
             try:
-                reply = await session.submit(match.match_id, action, idempotency_key=key)
+                sequence = await send(action, key)
             except GatewayError as error:
                 if error.code == grpc.StatusCode.FAILED_PRECONDITION and match.over:
                     return None  # the harness resigned it meanwhile (the run or the pair stopped)
@@ -829,7 +878,7 @@ class Engine:
                     return None
                 raise
             self.metrics.latency(family_name, "submit_action", time.perf_counter_ns() - began)
-            return reply.sequence, began
+            return sequence, began
 
     def unfinished(self, pair: int | None = None) -> list[tuple[_LiveMatch, PlayerSession]]:
         """The matches being played now (of pair ``pair``, or all), each with a session seated in it,

@@ -22,7 +22,9 @@ clients.load.bridge``, :mod:`clients.load.bridge`), asks it to play pairs and tu
 into Locust requests: ``SubmitAction <family>`` and the refusals by operation (type ``grpc``),
 ``submit to opponent update <family>`` and ``match setup <family>`` (type ``latency``), and one
 ``match <family>`` per pair (its whole length; a failure if a player failed). The players, their
-pairing, play and timing are the same code as ``skillclassics load``'s.
+pairing, play and timing are the same code as ``skillclassics load``'s, except that they play over
+the unary transport (``--transport unary``: a ``WatchMatch`` stream and a ``SubmitAction`` call per
+action), as Locust's gRPC model is one timed request and its response.
 """
 
 from __future__ import annotations
@@ -78,7 +80,8 @@ class _Bridge:
         self.environment = environment
         host = environment.host or os.environ.get("GATEWAY_ADDRESS") or "127.0.0.1:50050"
         host = host.split("://", 1)[-1].rstrip("/")
-        argv = [sys.executable, "-m", "clients.load.bridge", "--gateway", host, "--quiet", *OPTIONS]
+        bridge = [sys.executable, "-m", "clients.load.bridge", "--gateway", host, "--quiet"]
+        argv = [*bridge, "--transport", "unary", *OPTIONS]
         self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT)
         self.ready = AsyncResult()
         self.waiting: dict[int, AsyncResult] = {}

@@ -111,6 +111,7 @@ def build_report(result: RunResult) -> dict[str, Any]:
         "config": {
             "gateway": config.gateway,
             "mode": config.mode,
+            "transport": config.transport,
             "families": [
                 {
                     "name": plan.name,

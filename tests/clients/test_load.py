@@ -410,6 +410,7 @@ def test_the_json_report_has_its_shape(tmp_path: Path) -> None:
     assert report["schema"] == SCHEMA
     assert report["run_id"] == "load-test"
     assert report["started_at"] == "2027-01-15T08:00:00Z"
+    assert report["config"]["transport"] == "play"
     assert report["config"]["families"][0] == {
         "name": "chess",
         "concurrency": 2,
