@@ -15,12 +15,14 @@
    yardstick (target: at least 25 %), ``SubmitAction`` and submit-to-opponent-update latency (p50, p99,
    p99.9, max), refusals by operation and status code, and the CPU and memory of every process during
    the window (:class:`clients.load.procstat.ProcessMonitor`).
-3. **Half that rate**: as many new matches set up the same way, closed loop again, with a think time
-   chosen from the measured maximum so that the offered rate is about half of it (each match makes one
-   move at a time, so its cycle is ``2 * MATCHES / rate``; the think time is that minus
-   ``UNLOADED_CYCLE_MS``, jittered by ± ``THINK_JITTER``; the first moves are spread over one cycle).
-   Measured over a window of ``SECONDS`` the same way: the rate reached and the submit-to-opponent-update
-   p99 (target: under 20 ms).
+3. **Half that rate**: the same matches (and their closed-loop replacements) slowed down: once phase
+   2's window is over every player takes a think time before each move, chosen from the measured
+   maximum so that the offered rate is about half of it (each match makes one move at a time, so its
+   cycle is ``2 * MATCHES / rate``; the think time is that minus ``UNLOADED_CYCLE_MS``, jittered by
+   ± ``THINK_JITTER``). After one cycle and ``SETTLE_S`` a window of ``SECONDS`` is measured the same
+   way: the rate reached and the submit-to-opponent-update p99 (target: under 20 ms). The matches are
+   not set up again: the target is about latency at half the rate, not about making 500 matches at
+   once a second time while the first 500 wind down.
 4. **Clock expiry lateness under that load**: during phase 3's window a probe process of its own
    (``python -m benchmarks.platform_load probe ...``, so that the load generator's event loop does not
    add to it) arms ``PROBE_TIMERS`` timers on the stack's clock service directly (owner
@@ -299,8 +301,9 @@ class Phase:
 
     plans: tuple[FamilyPlan, ...]
     think_ms: float
-    setup_s: float
-    """From the first pair's start until every match was live (or the grace ran out)."""
+    setup_s: float | None
+    """From the first pair's start until every match was live (or the grace ran out); ``None`` for a
+    phase that played on the previous phase's matches."""
     live_at_release: int
     settle_s: float
     setup_latency: Histogram
@@ -411,9 +414,14 @@ class LoadPhase:
         self._stopping = False
         self._slots: set[asyncio.Task[None]] = set()
 
-    async def run(self, during: Callable[[], Awaitable[Any]] | None = None) -> tuple[Phase, Any]:
-        """Set up, release, measure (running ``during()`` alongside the window), stop; the phase and
-        what ``during`` returned."""
+    async def run(
+        self,
+        slow_down: Callable[[Phase], float] | None = None,
+        during: Callable[[], Awaitable[Any]] | None = None,
+    ) -> tuple[Phase, Phase | None, Any]:
+        """Set up, release, measure a window at think time 0 (phase 2); then, with ``slow_down``, give
+        the same players the think time it returns for phase 2 and measure a second window (phase 3,
+        running ``during()`` alongside it); stop. Both phases and what ``during`` returned."""
 
         def tokens(player_id: str) -> str:
             return mint_token(KEY, player_id, 3600, int(time.time()))
@@ -421,18 +429,45 @@ class LoadPhase:
         async with GatedEngine(self.config, self.metrics, tokens, self.gate) as engine:
             await engine.probe()
             try:
-                return await self._measure(engine, during)
+                full = await self._measure(engine)
+                if slow_down is None:
+                    return full, None, None
+                think_ms = slow_down(full)
+                half, extra = await self._slowed(engine, think_ms, during)
+                return full, half, extra
             finally:
                 await self._stop(engine)
+
+    async def _slowed(
+        self, engine: Engine, think_ms: float, during: Callable[[], Awaitable[Any]] | None
+    ) -> tuple[Phase, Any]:
+        """The same matches at ``think_ms`` per move: settle for a cycle, then measure a window."""
+        errors_before = Counter(self.metrics.errors)
+        engine.pace(think_ms, think_ms * THINK_JITTER)
+        settle_s = (think_ms * (1 + THINK_JITTER) + UNLOADED_CYCLE_MS) / 1000 + SETTLE_S
+        await asyncio.sleep(settle_s)
+        errors = Counter(self.metrics.errors)
+        errors.subtract(errors_before)
+        window, extra = await measure_window(self.metrics, engine, self.stack, self.settings.seconds, during)
+        phase = Phase(
+            plans=self.plans,
+            think_ms=think_ms,
+            setup_s=None,
+            live_at_release=len(engine.live),
+            settle_s=settle_s,
+            setup_latency=Histogram(),
+            window=window,
+            errors_before=+errors,
+            failed_pairs=self.metrics.total("failed"),
+        )
+        return phase, extra
 
     async def _slot(self, engine: Engine, family_name: str, delay_s: float) -> None:
         await asyncio.sleep(delay_s)
         while not self._stopping and engine.fatal is None:
             await engine.play_pair(family_name)
 
-    async def _measure(
-        self, engine: Engine, during: Callable[[], Awaitable[Any]] | None
-    ) -> tuple[Phase, Any]:
+    async def _measure(self, engine: Engine) -> Phase:
         metrics = self.metrics
         ramp_up_s = self.settings.ramp_up_s
         order = [plan.name for plan in self.plans for _ in range(plan.concurrency)]
@@ -458,8 +493,8 @@ class LoadPhase:
         settle_s = stagger_s + SETTLE_S
         await asyncio.sleep(settle_s)
         errors_before = Counter(metrics.errors)
-        window, extra = await measure_window(metrics, engine, self.stack, self.settings.seconds, during)
-        phase = Phase(
+        window, _ = await measure_window(metrics, engine, self.stack, self.settings.seconds)
+        return Phase(
             plans=self.plans,
             think_ms=self.think_ms,
             setup_s=setup_s,
@@ -470,7 +505,6 @@ class LoadPhase:
             errors_before=errors_before,
             failed_pairs=metrics.total("failed"),
         )
-        return phase, extra
 
     async def _stop(self, engine: Engine) -> None:
         self._stopping = True
@@ -604,11 +638,17 @@ def verdict(met: bool) -> str:
 def print_phase(phase: Phase, total: int) -> None:
     window = phase.window
     setup = phase.setup_latency.percentiles((50.0, 99.0))
-    print(
-        f"  set-up: {phase.live_at_release} of {total} matches live after {phase.setup_s:.1f} s "
-        f"(match setup p50 {_ms(setup[50.0])} ms, p99 {_ms(setup[99.0])} ms; moves held back meanwhile); "
-        f"moves released, window opened {phase.settle_s:.1f} s later"
-    )
+    if phase.setup_s is None:
+        print(
+            f"  the same matches, {phase.live_at_release} live, given the think time; window opened "
+            f"{phase.settle_s:.1f} s later"
+        )
+    else:
+        print(
+            f"  set-up: {phase.live_at_release} of {total} matches live after {phase.setup_s:.1f} s "
+            f"(match setup p50 {_ms(setup[50.0])} ms, p99 {_ms(setup[99.0])} ms; moves held back "
+            f"meanwhile); moves released, window opened {phase.settle_s:.1f} s later"
+        )
     by_family = ", ".join(
         f"{name} {window.actions(name) / window.seconds:,.0f}/s" for name in window.families
     )
@@ -713,37 +753,39 @@ async def run() -> None:
                 f"2. {total} matches at once ({mix}; {MINUTES:g} min clocks, table pairing, random players), "
                 f"closed loop, think time 0:"
             )
-            full, _ = await LoadPhase(stack, settings, plans, think_ms=0.0).run()
-            print_phase(full, total)
-            share = full.window.rate / raw
-            print(
-                f"  => {full.window.rate:,.0f} actions/s end to end = {100 * share:.1f}% of the raw rate "
-                f"(target ≥ {100 * TARGET_SHARE:.0f}%: {verdict(share >= TARGET_SHARE)})"
-            )
-            print_usage(full.window)
-            if full.window.rate < 1:
-                print("3./4. skipped: phase 2 measured no actions to take half of")
-                return
-
-            think_ms = half_rate_think_ms(total, full.window.rate)
             spread_ms = int((settings.seconds - PROBE_MARGIN_S) * 1000) - PROBE_LEAD_MS
             owner = f"bench-probe-{uuid.uuid4().hex[:6]}"
-            print(
-                f"3. {total} new matches at about half that rate ({full.window.rate / 2:,.0f} actions/s "
-                f"offered): closed loop, think time {think_ms:,.0f} ms ± {100 * THINK_JITTER:.0f}%:"
-            )
+
+            def report_full(full: Phase) -> float:
+                """Print phase 2; the think time for phase 3 (0 when there is nothing to halve)."""
+                print_phase(full, total)
+                share = full.window.rate / raw
+                print(
+                    f"  => {full.window.rate:,.0f} actions/s end to end = {100 * share:.1f}% of the raw "
+                    f"rate (target ≥ {100 * TARGET_SHARE:.0f}%: {verdict(share >= TARGET_SHARE)})"
+                )
+                print_usage(full.window)
+                think_ms = half_rate_think_ms(total, max(full.window.rate, 1.0))
+                print(
+                    f"3. the same matches at about half that rate ({full.window.rate / 2:,.0f} actions/s "
+                    f"offered): closed loop, think time {think_ms:,.0f} ms ± {100 * THINK_JITTER:.0f}%:"
+                )
+                return think_ms
 
             async def clock_probe() -> dict[str, Any]:
                 address = stack.address("clock")
                 return await run_probe(address, owner, settings.probe_timers, spread_ms, PROBE_LEAD_MS)
 
-            half, probed = await LoadPhase(stack, settings, plans, think_ms=think_ms).run(clock_probe)
+            full, half, probed = await LoadPhase(stack, settings, plans, think_ms=0.0).run(
+                report_full, clock_probe
+            )
+            assert half is not None  # run() returns the slowed phase when asked to slow down
             print_phase(half, total)
             opponent = half.window.merged("opponent_update")
             p99 = opponent.value_at_percentile(99.0) / 1000
             print(
                 f"  => {half.window.rate:,.0f} actions/s "
-                f"({100 * half.window.rate / full.window.rate:.0f}% of phase 2's): "
+                f"({100 * half.window.rate / max(full.window.rate, 1e-9):.0f}% of phase 2's): "
                 f"submit to opponent update p99 {p99:.1f} ms (target < {TARGET_P99_MS:g} ms: "
                 f"{verdict(opponent.total > 0 and p99 < TARGET_P99_MS)})"
             )

@@ -41,7 +41,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final, Literal, TextIO, TypeVar
 
@@ -518,6 +518,13 @@ class Engine:
         self._next_channel += 1
         return PlayerSession(self.config.gateway, self.tokens(player_id), retry=self.retry, channel=channel)
 
+    def pace(self, think_ms: float, think_jitter_ms: float = 0.0) -> None:
+        """Change the players' think time from their next move on, in the matches being played (the
+        platform benchmark slows the same matches down for its half-rate window)."""
+        paced = replace(self.config, think_ms=think_ms, think_jitter_ms=think_jitter_ms)
+        paced.validate()
+        self.config = paced
+
     async def probe(self) -> None:
         """One signed-in call, to fail early and clearly (gateway down, key refused)."""
         session = self.session(f"{self.config.run_id}-probe")
@@ -797,11 +804,10 @@ class Engine:
                     action = strategy(update, seat)
                 if action is None:
                     continue
-                think_ms = config.think_ms
-                if config.think_jitter_ms:
-                    think_ms = max(
-                        0.0, think_ms + rng.uniform(-config.think_jitter_ms, config.think_jitter_ms)
-                    )
+                pace = self.config  # read per move: :meth:`pace` may change it while matches play
+                think_ms = pace.think_ms
+                if pace.think_jitter_ms:
+                    think_ms = max(0.0, think_ms + rng.uniform(-pace.think_jitter_ms, pace.think_jitter_ms))
                 if think_ms > 0:
                     await asyncio.sleep(think_ms / 1000)
                 submitted = await self._submit(adapter.name, send, match, action)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import importlib.util
 import json
 import math
@@ -25,6 +26,7 @@ from skillclassics.rules.v1 import rules_pb2
 
 from clients.load.cli import UsageError, build_parser, config_from_args, run_command
 from clients.load.harness import (
+    Engine,
     FamilyPlan,
     LoadConfig,
     LoadRun,
@@ -796,3 +798,32 @@ async def test_the_locust_file(stack: Stack) -> None:
     text = output.decode()
     assert process.returncode == 0, text
     assert "SubmitAction" in text
+
+
+async def test_pace_slows_the_matches_being_played(stack: Stack) -> None:
+    config = LoadConfig(
+        families=(FamilyPlan("chess", 1),), gateway=stack.address("gateway"), max_plies=None, seed=5
+    )
+    metrics = Metrics(["chess"])
+    async with Engine(config, metrics, tokens()) as engine:
+        pair = asyncio.create_task(engine.play_pair("chess"))
+        try:
+            async with asyncio.timeout(20):
+                while metrics.total("actions") < 10:  # noqa: ASYNC110 - the players move on their own
+                    await asyncio.sleep(0.05)
+            with pytest.raises(ValueError, match="think"):
+                engine.pace(-1.0)
+            engine.pace(400.0)
+            await asyncio.sleep(0.5)  # a move already thinking or in flight lands meanwhile
+            before = metrics.total("actions")
+            await asyncio.sleep(1.0)
+            # One match makes one move at a time, each after 400 ms of thought: at most three in a
+            # second (at think time 0 it made ten in well under a second on the same stack).
+            assert metrics.total("actions") - before <= 3
+            assert engine.config.think_ms == 400.0
+        finally:
+            engine.stop_all()
+            await engine.cut(engine.unfinished(), 5.0)
+            pair.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await pair
