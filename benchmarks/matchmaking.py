@@ -1,6 +1,6 @@
 """Matchmaking figures: quick-match pairings per second with 10,000 queued players (the algorithm alone,
-and through the service: its database, the rules shard, the lobby), and the p99 time from the second
-join of a table to both players being told.
+and through the service: its database, the rules shard, the lobby), the p99 time from the second join
+of a table to both players being told, and lobby calls per second.
 
 The rules-chess and matchmaking services run as their own processes (SQLite files, or
 ``BENCH_DATABASE_URL``), the benchmark client in this one:
@@ -9,6 +9,10 @@ The rules-chess and matchmaking services run as their own processes (SQLite file
 - *second join to both players told*: a table is created, both players watch their lobby stream, the
   second player joins; the time from the ``JoinTable`` call until both streams have had ``MatchReady``
   (the match created on the rules shard and marked playing), one table at a time, then 20 at once;
+- *lobby calls per second*: 500 tables are made and filled by 1,000 players, 100 of them at work at
+  once (50 pairs, each a ``CreateTable`` by its host and then a ``JoinTable`` by its guest, which
+  answers once the match exists on the rules shard): pairs and calls per second from the first call to
+  the last answer, the set-up of 500 matches at once as the platform load benchmark makes them;
 - *arrivals*: 2,000 players enter the queue over gRPC (``EnterQueue``, 100 calls in flight) while the
   service pairs them as they come: how fast they get in, the most waiting at once (the service pairs
   while they arrive, so the queue never holds them all), when the last match is playing;
@@ -56,6 +60,10 @@ ARRIVALS = 2_000
 """Players entering the queue over gRPC (about 60 EnterQueue/s measured here: 10,000 take 3 minutes)."""
 TABLES = 200
 IN_FLIGHT = 100
+LOBBY_PAIRS = 500
+"""Tables made and filled for the lobby figure (each by two new players: a host and a guest)."""
+LOBBY_PAIRS_AT_ONCE = 50
+"""Pairs at work at once: 100 players, each with one lobby call in flight at a time."""
 POLL_S = 0.1
 MINUTE = 60_000
 PAIRING_TIMEOUT_S = 900.0
@@ -68,6 +76,9 @@ class Figures:
     pairing_alone_per_s: float
     join_to_told_p99: dict[int, float]
     """Per number of tables started at once."""
+    lobby_pairs: int
+    lobby_s: float
+    """From the first ``CreateTable`` until the last ``JoinTable`` answered."""
     arrivals_entered_s: float
     arrivals_most_waiting: int
     arrivals_all_paired_s: float
@@ -78,6 +89,10 @@ class Figures:
     @property
     def backlog_pairings_per_s(self) -> float:
         return self.backlog_pairs / self.backlog_pairing_s
+
+    @property
+    def lobby_calls_per_s(self) -> float:
+        return 2 * self.lobby_pairs / self.lobby_s
 
 
 def pairing_alone(queued: int) -> float:
@@ -200,6 +215,40 @@ async def join_to_told(
     return p99
 
 
+async def lobby_calls(
+    stub: matchmaking_pb2_grpc.MatchmakingServiceStub, run: str, backend: str, pairs: int
+) -> float:
+    """Make and fill ``pairs`` tables, ``LOBBY_PAIRS_AT_ONCE`` pairs of players at a time; the seconds
+    taken."""
+    slots = asyncio.Semaphore(LOBBY_PAIRS_AT_ONCE)
+
+    async def make(i: int) -> None:
+        async with slots:
+            host, guest = f"{run}-lh{i}", f"{run}-lg{i}"
+            table = await stub.CreateTable(
+                pb.CreateTableRequest(
+                    player_id=host,
+                    family="chess",
+                    options=rules_pb2.MatchOptions(chess=chess_pb2.ChessOptions()),
+                    time_control=rules_pb2.TimeControl(base_ms=5 * MINUTE),
+                    entry_fee_minor=100,
+                    currency="USD",
+                    idempotency_key="t",
+                )
+            )
+            await stub.JoinTable(pb.JoinTableRequest(player_id=guest, table_id=table.table.table_id))
+
+    started = time.perf_counter()
+    await asyncio.gather(*(make(i) for i in range(pairs)))
+    elapsed = time.perf_counter() - started
+    print(
+        f"lobby calls ({backend}): {pairs:,} tables made and filled (CreateTable, then JoinTable until the "
+        f"match exists on the rules shard), {2 * LOBBY_PAIRS_AT_ONCE} players at work at once, in "
+        f"{elapsed:.1f} s: {pairs / elapsed:,.0f} pairs/s, {2 * pairs / elapsed:,.0f} lobby calls/s"
+    )
+    return elapsed
+
+
 async def enter_over_grpc(
     stub: matchmaking_pb2_grpc.MatchmakingServiceStub,
     progress: Progress,
@@ -298,7 +347,9 @@ async def stack() -> AsyncIterator[tuple[ServiceProcess, str, str]]:
             yield matchmaking, url, backend
 
 
-async def run(queued: int = QUEUED, arrivals: int = ARRIVALS, tables: int = TABLES) -> Figures:
+async def run(
+    queued: int = QUEUED, arrivals: int = ARRIVALS, tables: int = TABLES, lobby_pairs: int = LOBBY_PAIRS
+) -> Figures:
     """The whole benchmark; ``tests/benchmarks`` runs it with a handful of players."""
     alone = pairing_alone(queued)
     run_id = uuid.uuid4().hex[:6]  # players of earlier runs may still be in a BENCH_DATABASE_URL
@@ -310,6 +361,7 @@ async def run(queued: int = QUEUED, arrivals: int = ARRIVALS, tables: int = TABL
         db = Database(url)
         try:
             p99 = await join_to_told(stub, run_id, backend, tables)
+            lobby_s = await lobby_calls(stub, run_id, backend, lobby_pairs)
             arrived = f"{run_id}-a"
             entered, most, all_paired = await enter_over_grpc(
                 stub, Progress(db, arrived), arrived, arrivals, backend
@@ -317,4 +369,4 @@ async def run(queued: int = QUEUED, arrivals: int = ARRIVALS, tables: int = TABL
             pairs, pairing, from_start = await backlog(matchmaking, db, f"{run_id}-b", queued, backend)
         finally:
             await db.dispose()
-    return Figures(alone, p99, entered, most, all_paired, pairs, pairing, from_start)
+    return Figures(alone, p99, lobby_pairs, lobby_s, entered, most, all_paired, pairs, pairing, from_start)

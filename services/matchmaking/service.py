@@ -39,6 +39,7 @@ class MatchmakingService(Service):
         self._config = config
         self._env = os.environ if env is None else env
         self._db: Database | None = None
+        self._store: MatchmakingStore | None = None
         self._windows = {
             name: env_int(self._env, variable, 0, minimum=0)
             for name, variable in (
@@ -63,10 +64,11 @@ class MatchmakingService(Service):
         if self._config.migrate_on_start:
             await migrate(self._config.database_url)
         self._db = Database(self._config.database_url)
+        self._store = MatchmakingStore(self._db)
         shards = RulesShards(self._env, list(FAMILIES))
         fairness = self._env.get("FAIRNESS_ADDRESS", "").strip()
         self.matchmaker = Matchmaker(
-            MatchmakingStore(self._db),
+            self._store,
             shards,
             LobbyHub(),
             ServiceTime(),
@@ -84,7 +86,12 @@ class MatchmakingService(Service):
             self.matchmaker.hub.close()
 
     async def close(self) -> None:
+        # The server takes no more calls by now; the pairing and retry loops stop next. Then the writes
+        # queued (of calls that finished or were cancelled by the stop) are committed before the database
+        # goes; a write after that is refused with UNAVAILABLE.
         if self.matchmaker is not None:
             await self.matchmaker.close()
+        if self._store is not None:
+            await self._store.close()
         if self._db is not None:
             await self._db.dispose()

@@ -3,18 +3,27 @@
 Every rule that matters under concurrency is enforced by the database, not by a check-then-act in
 memory: a player is busy at most once (``mm_activity``'s primary key), the last seat of a table is taken
 by a conditional update (exactly one joiner wins), and a pairing deletes both queue rows or neither.
+
+Writes go through a :class:`GroupCommitter`: the writes of concurrent calls share one transaction and one
+durable commit, and each call returns only once the commit holding its write has. Each write is one unit
+of work that only reads and writes the database (so the committer may run it again, alone, after a
+rollback: a refusal raised by one unit fails that unit only); whatever else a call does (events, memory)
+happens after its unit is committed. The units of one transaction run one after another, each seeing the
+writes of those before it, exactly as if each had a transaction of its own in that order.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import bindparam, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from libs.persistence import Database
+from libs.persistence.group_commit import CommitterClosed, GroupCommitter
 from libs.persistence.schema import (
     mm_activity,
     mm_matches,
@@ -24,7 +33,9 @@ from libs.persistence.schema import (
     mm_tables,
 )
 from libs.ratings import INITIAL_RATING, PlayerRating, rate
-from libs.runtime.errors import AlreadyExists, FailedPrecondition, NotFound
+from libs.runtime.errors import AlreadyExists, FailedPrecondition, NotFound, Unavailable
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +52,19 @@ class MatchmakingStore:
 
     def __init__(self, db: Database) -> None:
         self._db = db
+        self.committer = GroupCommitter(db)
+        """Runs every write (its ``batches`` and ``units`` count commits and the writes they held)."""
+
+    async def close(self) -> None:
+        """Commit the writes queued, then stop the writer: later writes are refused with ``Unavailable``."""
+        await self.committer.close()
+
+    async def _write(self, work: Callable[[AsyncConnection], Awaitable[T]]) -> T:
+        """``work(connection)`` in the next group transaction; its result once that is committed."""
+        try:
+            return await self.committer.run(work)
+        except CommitterClosed:
+            raise Unavailable("matchmaking is shutting down and takes no more changes; try again") from None
 
     # -- tables --------------------------------------------------------------------------------------
 
@@ -57,10 +81,13 @@ class MatchmakingStore:
             ).first()
         if found is not None:
             return dict(found._mapping)
+
+        async def work(conn: AsyncConnection) -> None:
+            await self._busy(conn, row["creator_id"], "table", row["table_id"], row["created_at_ms"])
+            await conn.execute(insert(mm_tables).values(row))
+
         try:
-            async with self._db.begin() as conn:
-                await self._busy(conn, row["creator_id"], "table", row["table_id"], row["created_at_ms"])
-                await conn.execute(insert(mm_tables).values(row))
+            await self._write(work)
         except IntegrityError:
             raise AlreadyExists("a table with this idempotency key exists already") from None
         return row
@@ -98,27 +125,36 @@ class MatchmakingStore:
         return dict(table._mapping)
 
     async def join_table(self, table_id: str, player_id: str, match: dict[str, Any]) -> dict[str, Any]:
-        """Take the free seat: exactly one of several concurrent joiners wins; the match row is written."""
+        """Take the free seat: exactly one of several concurrent joiners wins; the match row is written.
+        The table as the join left it."""
+
+        async def work(conn: AsyncConnection) -> dict[str, Any]:
+            table = await self._joinable(conn, table_id, player_id)
+            await self._busy(conn, player_id, "match", match["match_id"], match["created_at_ms"])
+            taken = await conn.execute(
+                update(mm_tables)
+                .where(mm_tables.c.table_id == table_id, mm_tables.c.status == "open")
+                .values(status="starting", joiner_id=player_id, match_id=match["match_id"])
+            )
+            if taken.rowcount != 1:
+                raise FailedPrecondition(f"table {table_id} was just taken by someone else")
+            await conn.execute(
+                update(mm_activity)
+                .where(mm_activity.c.player_id == table.creator_id)
+                .values(kind="match", ref=match["match_id"])
+            )
+            await conn.execute(insert(mm_matches).values(match))
+            return {
+                **table._mapping,
+                "status": "starting",
+                "joiner_id": player_id,
+                "match_id": match["match_id"],
+            }
+
         try:
-            async with self._db.begin() as conn:
-                table = await self._joinable(conn, table_id, player_id)
-                await self._busy(conn, player_id, "match", match["match_id"], match["created_at_ms"])
-                taken = await conn.execute(
-                    update(mm_tables)
-                    .where(mm_tables.c.table_id == table_id, mm_tables.c.status == "open")
-                    .values(status="starting", joiner_id=player_id, match_id=match["match_id"])
-                )
-                if taken.rowcount != 1:
-                    raise FailedPrecondition(f"table {table_id} was just taken by someone else")
-                await conn.execute(
-                    update(mm_activity)
-                    .where(mm_activity.c.player_id == table.creator_id)
-                    .values(kind="match", ref=match["match_id"])
-                )
-                await conn.execute(insert(mm_matches).values(match))
+            return await self._write(work)
         except IntegrityError:
             raise FailedPrecondition(f"table {table_id} was just taken by someone else") from None
-        return await self.table(table_id)
 
     @staticmethod
     async def _joinable(conn: AsyncConnection, table_id: str, player_id: str) -> Any:
@@ -132,7 +168,9 @@ class MatchmakingStore:
         return table
 
     async def cancel_table(self, table_id: str, player_id: str) -> dict[str, Any]:
-        async with self._db.begin() as conn:
+        """The creator leaves their open table; the table as that left it."""
+
+        async def work(conn: AsyncConnection) -> dict[str, Any]:
             table = (await conn.execute(select(mm_tables).where(mm_tables.c.table_id == table_id))).first()
             if table is None:
                 raise NotFound(f"no table {table_id}")
@@ -148,22 +186,28 @@ class MatchmakingStore:
             await conn.execute(
                 delete(mm_activity).where(mm_activity.c.player_id == player_id, mm_activity.c.ref == table_id)
             )
-        return await self.table(table_id)
+            return {**table._mapping, "status": "cancelled"}
+
+        return await self._write(work)
 
     # -- the queue -----------------------------------------------------------------------------------
 
     async def enter_queue(self, row: dict[str, Any]) -> None:
-        async with self._db.begin() as conn:
+        async def work(conn: AsyncConnection) -> None:
             await self._busy(conn, row["player_id"], "queue", row["pool"], row["entered_at_ms"])
             await conn.execute(insert(mm_queue).values(row))
 
+        await self._write(work)
+
     async def leave_queue(self, player_id: str) -> bool:
-        async with self._db.begin() as conn:
+        async def work(conn: AsyncConnection) -> bool:
             left = await conn.execute(delete(mm_queue).where(mm_queue.c.player_id == player_id))
             await conn.execute(
                 delete(mm_activity).where(mm_activity.c.player_id == player_id, mm_activity.c.kind == "queue")
             )
-        return bool(left.rowcount)
+            return bool(left.rowcount)
+
+        return await self._write(work)
 
     async def queued(self) -> list[dict[str, Any]]:
         async with self._db.connect() as conn:
@@ -188,7 +232,8 @@ class MatchmakingStore:
         concurrent ``leave_queue`` either comes before, and its pair is not made, or after, and finds
         nothing to leave.)"""
         players = [player for first, second, _ in pairs for player in (first, second)]
-        async with self._db.begin() as conn:
+
+        async def work(conn: AsyncConnection) -> list[bool]:
             rows = await conn.execute(
                 select(mm_queue.c.player_id).where(mm_queue.c.player_id.in_(players)).with_for_update()
             )
@@ -212,7 +257,9 @@ class MatchmakingStore:
                 ],
             )
             await conn.execute(insert(mm_matches), [match for _, _, match in chosen])
-        return made
+            return made
+
+        return await self._write(work)
 
     # -- matches -------------------------------------------------------------------------------------
 
@@ -227,7 +274,8 @@ class MatchmakingStore:
     async def mark_playing_many(self, matches: list[dict[str, Any]]) -> None:
         """The matches exist on their rules shards now: they (and their tables) are ``playing``."""
         tables = [match["table_id"] for match in matches if match["table_id"]]
-        async with self._db.begin() as conn:
+
+        async def work(conn: AsyncConnection) -> None:
             await conn.execute(
                 update(mm_matches)
                 .where(
@@ -243,11 +291,14 @@ class MatchmakingStore:
                     .values(status="playing")
                 )
 
+        await self._write(work)
+
     async def record_result(
         self, match_id: str, result: bytes, winner: int | None, aborted: bool, now_ms: int
     ) -> tuple[dict[str, Any], list[RatingChange]] | None:
         """Close the match, free both players and update both ratings; ``None`` if recorded before."""
-        async with self._db.begin() as conn:
+
+        async def work(conn: AsyncConnection) -> tuple[dict[str, Any], list[RatingChange]] | None:
             found = (
                 await conn.execute(
                     select(mm_matches).where(mm_matches.c.match_id == match_id).with_for_update()
@@ -275,7 +326,9 @@ class MatchmakingStore:
             changes: list[RatingChange] = []
             if not aborted:
                 changes = await self._rate(conn, match, winner, now_ms)
-        return match, changes
+            return match, changes
+
+        return await self._write(work)
 
     async def _rate(
         self, conn: AsyncConnection, match: dict[str, Any], winner: int | None, now_ms: int

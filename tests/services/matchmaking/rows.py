@@ -23,3 +23,34 @@ def match_row(match_id: str, player0: str, player1: str, *, entry_fee_minor: int
         "created_at_ms": 1,
         "ended_at_ms": None,
     }
+
+
+def queue_row(player_id: str, pool: str = "chess|test") -> dict[str, Any]:
+    """A player's queue entry, as ``EnterQueue`` writes it."""
+    return {
+        "player_id": player_id,
+        "pool": pool,
+        "family": "chess",
+        "request": b"",
+        "rating": 1500,
+        "entered_at_ms": 1,
+    }
+
+
+def table_row(table_id: str, creator_id: str) -> dict[str, Any]:
+    """An open public chess table, as ``CreateTable`` writes it."""
+    return {
+        "table_id": table_id,
+        "family": "chess",
+        "options": b"",
+        "time_control": b"",
+        "entry_fee_minor": 0,
+        "currency": "USD",
+        "visibility": "public",
+        "creator_id": creator_id,
+        "joiner_id": None,
+        "status": "open",
+        "match_id": None,
+        "idempotency_key": table_id,
+        "created_at_ms": 1,
+    }

@@ -18,7 +18,6 @@ from skillclassics.matchmaking.v1 import matchmaking_pb2 as pb
 from skillclassics.rules.v1 import rules_pb2
 
 from libs.pairing import Seeker
-from libs.persistence import Database
 from libs.runtime.timesource import ServiceTime
 from services.matchmaking.families import FAMILIES
 from services.matchmaking.lobby import LobbyHub
@@ -42,13 +41,6 @@ class RecordingShards(RulesShards):
 
     async def create_match(self, request: rules_pb2.CreateMatchRequest) -> None:
         self.created.append(request)
-
-
-@pytest.fixture
-async def store(migrated_url: str) -> AsyncIterator[MatchmakingStore]:
-    db = Database(migrated_url)
-    yield MatchmakingStore(db)
-    await db.dispose()
 
 
 @pytest.fixture

@@ -64,6 +64,7 @@ async def test_reaching_2400_keeps_k_10_after_dropping_below(db: Database) -> No
     assert await play(store, "hero", "r1", 0) == (10, -10)  # K = 20 both: 2405, the hero's peak
     assert await play(store, "hero", "r2", 1) == (-5, 10)  # now K = 10 for the hero (2400), 20 for r2
     assert await play(store, "hero", "r3", 1) == (-5, 10)  # 2395: below 2400 again
+    await store.close()
     hero = await store.rating("hero", "chess")
     assert (hero.rating, hero.games, hero.peak) == (2395, 43, 2405)
 
@@ -74,6 +75,7 @@ async def test_reaching_2400_keeps_k_10_after_dropping_below(db: Database) -> No
         # hero 2395 (K 10) vs r4 2390 (K 20); expected score of the hero 0.5072: a loss is 10 * -0.5072
         assert await play(again, "r4", "hero", 0) == (10, -5)  # (with K = 20 the hero would lose 10)
         current, history = await again.ratings("hero")
+        await again.close()
     finally:
         await fresh.dispose()
     assert [(r["rating"], r["games"], r["peak"]) for r in current] == [(2390, 44, 2405)]
@@ -83,6 +85,7 @@ async def test_reaching_2400_keeps_k_10_after_dropping_below(db: Database) -> No
 async def test_a_new_rating_row_starts_with_its_peak(db: Database) -> None:
     store = MatchmakingStore(db)
     assert await play(store, "n1", "n2", 1) == (-20, 20)  # provisional: K = 40
+    await store.close()
     loser, winner = await store.rating("n1", "chess"), await store.rating("n2", "chess")
     assert (loser.rating, loser.peak) == (1480, 1500)  # the 1500 it started from was held
     assert (winner.rating, winner.peak) == (1520, 1520)
