@@ -862,14 +862,17 @@ class Lobby:
 
     :meth:`match_ready` waits for the ``MatchReady`` of a table (or of a queue pairing). An event can be
     missed in the moment the stream is being (re)opened, so the player's match history is also checked
-    every :attr:`poll_s` seconds as a fallback.
+    as a fallback: :attr:`poll_s` seconds into the wait, then each time after twice as long as the last,
+    up to :attr:`max_poll_s` (a busy lobby must not be asked for every waiting player's history every
+    second: that load would slow the pairing it waits for).
     """
 
     EVENTS_KEPT: Final = 1000
 
-    def __init__(self, session: PlayerSession, poll_s: float = 1.0) -> None:
+    def __init__(self, session: PlayerSession, poll_s: float = 1.0, max_poll_s: float = 8.0) -> None:
         self.session = session
         self.poll_s = poll_s
+        self.max_poll_s = max_poll_s
         self.events: asyncio.Queue[gw.WatchLobbyResponse] = asyncio.Queue(self.EVENTS_KEPT)
         """Every lobby event, for callers that want them (the oldest are dropped past 1,000 unread)."""
         self._ready: list[mm.MatchReady] = []
@@ -949,6 +952,7 @@ class Lobby:
     async def match_ready(self, *, table_id: str | None = None) -> mm.MatchReady:
         """The match of table ``table_id`` (``None``: of a quick-match pairing made since the lobby
         opened) once it exists. Bound the wait with ``asyncio.timeout`` if needed."""
+        poll_s = self.poll_s
         while True:
             found = self._find(table_id)
             if found is not None:
@@ -957,8 +961,9 @@ class Lobby:
                 raise self._error
             self._changed.clear()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), self.poll_s)
+                await asyncio.wait_for(self._changed.wait(), poll_s)
                 continue
             found = await self._from_history(table_id)
             if found is not None:
                 return found
+            poll_s = min(2 * poll_s, max(self.max_poll_s, self.poll_s))

@@ -30,7 +30,10 @@ WATCHER_QUEUE_LIMIT = 1_000
 CHANCE_RETRY_SECONDS = 1.0
 """How soon a draw the fairness service could not give is asked for again."""
 SEED_POLL_SECONDS = 0.1
-"""While a first draw waits for the players' seeds, how often fairness is asked whether they are in."""
+"""While a first draw waits for the players' seeds, how soon fairness is first asked again whether they
+are in; each later ask waits twice as long, up to :data:`SEED_POLL_MAX_SECONDS` (many matches set up at
+once must not flood fairness with asks ten times a second each)."""
+SEED_POLL_MAX_SECONDS = 0.8
 _log = get_logger(__name__)
 _T = TypeVar("_T")
 
@@ -90,6 +93,7 @@ class MatchActor:
         self.family = family
         self._chance: ChanceSource = chance if chance is not None else NoChance()
         self._drawing = False
+        self._seed_asks = 0
         self._chance_retry: asyncio.TimerHandle | None = None
         self._chance_task: asyncio.Task[None] | None = None
         self._on_finished = on_finished
@@ -282,7 +286,9 @@ class MatchActor:
                 return 0.0
         except ChanceUnavailable:
             pass  # ask again shortly; the window still ends the wait
-        return min(left_ms / 1000, SEED_POLL_SECONDS)
+        backoff = min(SEED_POLL_SECONDS * (1 << min(self._seed_asks, 8)), SEED_POLL_MAX_SECONDS)
+        self._seed_asks += 1
+        return min(left_ms / 1000, backoff)
 
     def _retry_chance_later(self, delay_s: float = CHANCE_RETRY_SECONDS) -> None:
         if self._chance_retry is not None:

@@ -137,6 +137,8 @@ class Dice:
         self.down = False
         self.seeded = 0
         """How many seats have added a client seed."""
+        self.asks = 0
+        """How many times the actor asked how many seeds are in."""
 
     async def draw(self, match_id: str, request: ChanceRequest) -> tuple[int, ...]:
         self.calls.append(request)
@@ -145,6 +147,7 @@ class Dice:
         return (request.index % 6 + 1,)
 
     async def seeds(self, match_id: str) -> int:
+        self.asks += 1
         return self.seeded
 
     async def close(self) -> None:
@@ -272,11 +275,11 @@ async def test_the_first_draw_waits_for_both_seeds_then_goes_at_once(migrated_ur
     await asyncio.sleep(0.3)
     assert dice.calls == []  # one seed of two
     dice.seeded = 2
-    for _ in range(50):
+    for _ in range(100):
         await asyncio.sleep(0.02)
         if actor.record.game.rolls:
             break
-    assert actor.record.game.rolls == ((0, 1),)  # both in: drawn within a poll
+    assert actor.record.game.rolls == ((0, 1),)  # both in: drawn at the next ask
     # Later draws do not wait again.
     await actor.submit(1, "k2", EventKind.ACTION, {"action": {"roll": True}})
     assert actor.record.game.rolls == ((0, 1), (1, 2))
@@ -295,4 +298,16 @@ async def test_without_seeds_the_first_draw_is_made_when_the_window_ends(migrate
             break
     assert actor.record.game.rolls == ((0, 1),)
     assert loop.time() - started >= 0.35  # it did wait for the window
+    actor.close()
+
+
+async def test_the_seed_asks_back_off(migrated_url: str) -> None:
+    dice = Dice()
+    actor = await _actor(migrated_url, "race.0.backoff", dice, seed_window_ms=60_000)
+    await actor.submit(0, "k1", EventKind.ACTION, {"action": {"roll": True}})
+    await asyncio.sleep(3.0)
+    # Asked at about 0, 0.1, 0.3, 0.7, 1.5, 2.3 s: each wait twice the last, up to 0.8 s (a fixed
+    # 0.1 s poll would have asked about thirty times).
+    assert 4 <= dice.asks <= 8, dice.asks
+    assert dice.calls == []  # still waiting for the seeds
     actor.close()
