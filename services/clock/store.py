@@ -72,10 +72,10 @@ class TimerStore:
             "payload": payload,
             "armed_at_ms": now_ms,
         }
-        statement = upsert(self._db.engine.dialect.name, clock_timers, values, _KEY)
+        statement = upsert(self._db.engine.dialect.name, clock_timers, list(values), _KEY)
 
         async def work(conn: AsyncConnection) -> None:
-            await conn.execute(statement)
+            await conn.execute(statement, values)
 
         await self._writer.run(work)
         return TimerEntry(owner, timer_id, arm_id, deadline_ms, payload, now_ms)
