@@ -29,7 +29,8 @@ import itertools
 import struct
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import grpc
 
@@ -233,17 +234,13 @@ async def drive(
         counting = False
         stop = asyncio.Event()
 
-        async def unary_match(match_id: bytes) -> None:
+        async def keep_playing(streams: list[Any], action: Callable[[int], Awaitable[None]]) -> None:
+            """Play ``action(ply)`` for ply 0, 1, ... until stopped, counting those in the window."""
             nonlocal counted
-            streams = [open_watch(match_id), open_watch(match_id)]
-            for stream in streams:  # both watchers are registered before the first move
-                await stream.read()
             ply = 0
             try:
                 while not stop.is_set():
-                    await submit(match_id + b"|" + str(ply).encode())
-                    for stream in streams:  # the opponent (and the mover) see the update on their streams
-                        await stream.read()
+                    await action(ply)
                     ply += 1
                     if counting:
                         counted += 1
@@ -251,27 +248,33 @@ async def drive(
                 for stream in streams:
                     stream.cancel()
 
+        async def unary_match(match_id: bytes) -> None:
+            streams = [open_watch(match_id), open_watch(match_id)]
+            for stream in streams:  # both watchers are registered before the first move
+                await stream.read()
+
+            async def action(ply: int) -> None:
+                await submit(match_id + b"|" + str(ply).encode())
+                for stream in streams:  # the opponent (and the mover) see the update on their streams
+                    await stream.read()
+
+            await keep_playing(streams, action)
+
         async def streamed_match(match_id: bytes) -> None:
-            nonlocal counted
             streams = [open_play(), open_play()]
             for stream in streams:
                 await stream.write(match_id)
             for stream in streams:
                 await stream.read()
-            ply = 0
-            try:
-                while not stop.is_set():
-                    mover, opponent = streams[ply % 2], streams[(ply + 1) % 2]
-                    await mover.write(match_id + b"|" + str(ply).encode())
-                    for _ in range(2):  # the mover gets the answer and the update, in either order
-                        await mover.read()
-                    await opponent.read()
-                    ply += 1
-                    if counting:
-                        counted += 1
-            finally:
-                for stream in streams:
-                    stream.cancel()
+
+            async def action(ply: int) -> None:
+                mover, opponent = streams[ply % 2], streams[(ply + 1) % 2]
+                await mover.write(match_id + b"|" + str(ply).encode())
+                for _ in range(2):  # the mover gets the answer and the update, in either order
+                    await mover.read()
+                await opponent.read()
+
+            await keep_playing(streams, action)
 
         play = unary_match if shape == "unary" else streamed_match
         tasks = [asyncio.create_task(play(f"m{n}".encode())) for n in range(matches)]

@@ -109,6 +109,19 @@ def pairing_alone(queued: int) -> float:
     return len(pairs) / elapsed
 
 
+def _table_request(host: str) -> pb.CreateTableRequest:
+    """A chess table opened by ``host``: 5 minutes each, a one-dollar entry fee."""
+    return pb.CreateTableRequest(
+        player_id=host,
+        family="chess",
+        options=rules_pb2.MatchOptions(chess=chess_pb2.ChessOptions()),
+        time_control=rules_pb2.TimeControl(base_ms=5 * MINUTE),
+        entry_fee_minor=100,
+        currency="USD",
+        idempotency_key="t",
+    )
+
+
 async def table_to_told(
     stub: matchmaking_pb2_grpc.MatchmakingServiceStub, run: str, latencies: list[float], i: int
 ) -> None:
@@ -116,17 +129,7 @@ async def table_to_told(
     streams = [stub.WatchLobby(pb.WatchLobbyRequest(player_id=p)) for p in (host, guest)]
     for stream in streams:  # registered: from now on nothing for the player is missed
         assert (await stream.read()).WhichOneof("event") == "subscribed"
-    table = await stub.CreateTable(
-        pb.CreateTableRequest(
-            player_id=host,
-            family="chess",
-            options=rules_pb2.MatchOptions(chess=chess_pb2.ChessOptions()),
-            time_control=rules_pb2.TimeControl(base_ms=5 * MINUTE),
-            entry_fee_minor=100,
-            currency="USD",
-            idempotency_key="t",
-        )
-    )
+    table = await stub.CreateTable(_table_request(host))
     started = time.perf_counter()
     await stub.JoinTable(pb.JoinTableRequest(player_id=guest, table_id=table.table.table_id))
 
@@ -225,17 +228,7 @@ async def lobby_calls(
     async def make(i: int) -> None:
         async with slots:
             host, guest = f"{run}-lh{i}", f"{run}-lg{i}"
-            table = await stub.CreateTable(
-                pb.CreateTableRequest(
-                    player_id=host,
-                    family="chess",
-                    options=rules_pb2.MatchOptions(chess=chess_pb2.ChessOptions()),
-                    time_control=rules_pb2.TimeControl(base_ms=5 * MINUTE),
-                    entry_fee_minor=100,
-                    currency="USD",
-                    idempotency_key="t",
-                )
-            )
+            table = await stub.CreateTable(_table_request(host))
             await stub.JoinTable(pb.JoinTableRequest(player_id=guest, table_id=table.table.table_id))
 
     started = time.perf_counter()
