@@ -10,6 +10,7 @@ that RPC would have ended with; one call's refusal never ends the stream.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import grpc
@@ -18,6 +19,7 @@ from skillclassics.rules.v1 import rules_pb2
 
 from libs.match.actor import MatchClosed
 from libs.runtime.errors import InvalidArgument, ResourceExhausted, ServiceError
+from libs.runtime.metrics import StreamCallMetrics
 
 MAX_BUFFERED_REPLIES = 100_000
 """Replies waiting for the caller to read them; past this the caller is not reading and the stream ends
@@ -28,6 +30,8 @@ Submit = Callable[[rules_pb2.SubmitActionRequest], Awaitable[int]]
 Watch = Callable[[rules_pb2.WatchRequest], AsyncIterator[rules_pb2.MatchUpdate]]
 
 _log = structlog.get_logger(__name__)
+_SUBMITS = StreamCallMetrics("skillclassics.rules.v1.RulesService", "Exchange", "submit")
+_CODE_NAMES = {code.value[0]: code.name for code in grpc.StatusCode}
 
 
 def refusal(error: BaseException) -> rules_pb2.Refusal:
@@ -133,12 +137,16 @@ class ExchangeSession:
         self._reply(rules_pb2.ExchangeReply(id=call_id, refused=refusal(error)))
 
     async def _run_submit(self, call_id: int, request: rules_pb2.SubmitActionRequest) -> None:
+        began = time.perf_counter()
         try:
             sequence = await self._submit(request)
         except Exception as error:  # every refusal becomes this call's reply; the stream goes on
-            self._refuse(call_id, error)
+            refused = refusal(error)
+            self._reply(rules_pb2.ExchangeReply(id=call_id, refused=refused))
+            _SUBMITS.observe(time.perf_counter() - began, _CODE_NAMES.get(refused.code, "UNKNOWN"))
             return
         self._reply(rules_pb2.ExchangeReply(id=call_id, submitted=rules_pb2.Submitted(sequence=sequence)))
+        _SUBMITS.observe(time.perf_counter() - began, "OK")
 
     async def _run_watch(self, call_id: int, request: rules_pb2.WatchRequest) -> None:
         try:

@@ -30,3 +30,28 @@ RPC_IN_FLIGHT = Gauge(
 SERVICE_INFO = Gauge(
     "skillclassics_service_info", "Constant 1, labelled with the service's name.", ["service"]
 )
+STREAM_CALLS_HANDLED = Counter(
+    "skillclassics_stream_calls_handled_total",
+    "Calls carried inside a stream (a Play stream's actions, an Exchange stream's submits), by status "
+    "code: the per-call view grpc_server_handled_total cannot give for them.",
+    ["grpc_service", "grpc_method", "call", "grpc_code"],
+)
+STREAM_CALL_LATENCY = Histogram(
+    "skillclassics_stream_call_seconds",
+    "Time from receiving a call inside a stream to its answer.",
+    ["grpc_service", "grpc_method", "call"],
+    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+)
+
+
+class StreamCallMetrics:
+    """Counts and times one kind of call carried inside a stream (labels bound once)."""
+
+    def __init__(self, service: str, method: str, call: str) -> None:
+        self._labels = (service, method, call)
+        self._latency = STREAM_CALL_LATENCY.labels(service, method, call)
+
+    def observe(self, seconds: float, code: str) -> None:
+        """One call answered after ``seconds`` with ``code`` (a grpc status name: ``OK``, ...)."""
+        self._latency.observe(seconds)
+        STREAM_CALLS_HANDLED.labels(*self._labels, code).inc()

@@ -35,12 +35,14 @@ from libs.runtime.errors import (
     Unavailable,
 )
 from libs.runtime.interceptor import REQUEST_ID_METADATA
+from libs.runtime.metrics import StreamCallMetrics
 from services.gateway.limits import Admission, Priority, TokenBuckets
 from services.gateway.presence import PresenceTracker
 from services.gateway.shard_link import ShardLink, ShardLinks, code_number, refusal_error
 from services.gateway.tokens import Claims, TokenError, verify_token
 
 SEAT_CACHE_SIZE = 10_000
+_PLAY_ACTIONS = StreamCallMetrics("skillclassics.gateway.v1.GatewayService", "Play", "action")
 _T = TypeVar("_T")
 _UNREACHABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 
@@ -723,6 +725,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
                 self._calls.take(player)
             except ResourceExhausted as error:
                 outbox.put(_answer(key, error))
+                _PLAY_ACTIONS.observe(0.0, error.code.name)
                 continue
             forwarded = rules_pb2.SubmitActionRequest(
                 match_id=match_id, seat=seat, idempotency_key=key, action=message.action.action
@@ -734,13 +737,16 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         self, link: ShardLink, request: rules_pb2.SubmitActionRequest, outbox: _PlayOutbox
     ) -> None:
         key = request.idempotency_key
+        began = time.perf_counter()
         try:
             with self.admission.call(Priority.PLAY):
                 sequence = await link.submit(request, self._backends.timeout_s)
         except ServiceError as error:
             outbox.put(_answer(key, error))
+            _PLAY_ACTIONS.observe(time.perf_counter() - began, error.code.name)
         else:
             outbox.put(pb.PlayResponse(answer=pb.PlayAnswer(idempotency_key=key, sequence=sequence)))
+            _PLAY_ACTIONS.observe(time.perf_counter() - began, "OK")
 
     def drain(self) -> None:
         """Shutdown began: end every relayed stream and Play stream (callers get UNAVAILABLE and

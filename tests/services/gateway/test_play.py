@@ -16,6 +16,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+from prometheus_client import REGISTRY
 from skillclassics.chess.v1 import chess_pb2
 from skillclassics.gateway.v1 import gateway_pb2 as pb
 from skillclassics.gateway.v1 import gateway_pb2_grpc
@@ -160,7 +161,18 @@ async def eventually(check: Callable[[], bool], what: str, within_s: float = 5) 
 # -- Play over a real chess shard ------------------------------------------------------------------------
 
 
+def _actions_counted(code: str) -> float:
+    labels = {
+        "grpc_service": "skillclassics.gateway.v1.GatewayService",
+        "grpc_method": "Play",
+        "call": "action",
+        "grpc_code": code,
+    }
+    return REGISTRY.get_sample_value("skillclassics_stream_calls_handled_total", labels) or 0.0
+
+
 async def test_two_seated_players_play_a_game_over_play_streams(platform: Platform) -> None:
+    counted = {code: _actions_counted(code) for code in ("OK", "FAILED_PRECONDITION")}
     match_id = await direct_match(platform, "alice", "bob")
     white, black = PlayClient(platform.gateway, bearer("alice")), PlayClient(platform.gateway, bearer("bob"))
     assert await white.open(match_id) == pb.PlayOpened(match_id=match_id, seat=0)
@@ -201,6 +213,10 @@ async def test_two_seated_players_play_a_game_over_play_streams(platform: Platfo
         async with asyncio.timeout(5):  # the match is over: its stream ends OK
             assert await client.call.read() is grpc.aio.EOF
         assert await client.call.code() == grpc.StatusCode.OK
+    # Each action is counted by its answer's code (the stream itself is one RPC to the interceptor).
+    # Accepted: e4, its retry, g5, d4, f6, Qh5#; refused: e5 out of turn, Ke2, Qh5 after d4.
+    assert _actions_counted("OK") - counted["OK"] == 6
+    assert _actions_counted("FAILED_PRECONDITION") - counted["FAILED_PRECONDITION"] == 3
 
 
 async def test_a_play_stream_counts_as_connected(platform: Platform) -> None:

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 
 import grpc
 import pytest
+from prometheus_client import REGISTRY
 from skillclassics.rules.v1 import rules_pb2 as pb
 
 from libs.match.exchange import ExchangeSession
@@ -149,6 +150,26 @@ async def test_a_refused_call_does_not_end_the_stream(stub: Stub, exchange: Exch
     (reply,) = await exchange.wait(8)
     assert reply.submitted.sequence == 2
     assert (await get(stub, match_id)).sequence == 2  # the refused calls changed nothing
+
+
+def _submits_counted(code: str) -> float:
+    labels = {
+        "grpc_service": "skillclassics.rules.v1.RulesService",
+        "grpc_method": "Exchange",
+        "call": "submit",
+        "grpc_code": code,
+    }
+    return REGISTRY.get_sample_value("skillclassics_stream_calls_handled_total", labels) or 0.0
+
+
+async def test_each_submit_is_counted_by_its_code(stub: Stub, exchange: Exchange) -> None:
+    match_id = await create(stub)
+    ok, refused = _submits_counted("OK"), _submits_counted("FAILED_PRECONDITION")
+    exchange.send(submit(1, move(match_id, 0, "e4")), submit(2, move(match_id, 0, "e5")))
+    await exchange.wait(1)
+    await exchange.wait(2)
+    assert _submits_counted("OK") == ok + 1
+    assert _submits_counted("FAILED_PRECONDITION") == refused + 1
 
 
 async def test_a_retry_returns_the_original_answer(stub: Stub, exchange: Exchange) -> None:
