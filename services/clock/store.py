@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 
-from sqlalchemy import ColumnElement, delete, select
+from sqlalchemy import bindparam, delete, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from libs.persistence import Database
@@ -82,19 +82,26 @@ class TimerStore:
 
     async def remove(self, owner: str, timer_id: str, arm_id: int | None = None) -> bool:
         """Delete a timer (only the arming ``arm_id`` when given); whether one was deleted."""
-        condition = [*self._key(owner, timer_id)]
-        if arm_id is not None:
-            condition.append(clock_timers.c.arm_id == arm_id)
+        params: dict[str, str | int] = {"shard": self._shard, "owner": owner, "timer_id": timer_id}
+        if arm_id is None:
+            statement = _DELETE
+        else:
+            statement = _DELETE_ARMING
+            params["arm_id"] = arm_id
 
         async def work(conn: AsyncConnection) -> bool:
-            result = await conn.execute(delete(clock_timers).where(*condition))
+            result = await conn.execute(statement, params)
             return bool(result.rowcount)
 
         return await self._writer.run(work)
 
-    def _key(self, owner: str, timer_id: str) -> list[ColumnElement[bool]]:
-        return [
-            clock_timers.c.shard == self._shard,
-            clock_timers.c.owner == owner,
-            clock_timers.c.timer_id == timer_id,
-        ]
+
+_DELETE = delete(clock_timers).where(
+    clock_timers.c.shard == bindparam("shard"),
+    clock_timers.c.owner == bindparam("owner"),
+    clock_timers.c.timer_id == bindparam("timer_id"),
+)
+"""A timer by its key; built once (as the upsert is), run with the key as parameters."""
+_DELETE_ARMING = _DELETE.where(clock_timers.c.arm_id == bindparam("arm_id"))
+"""A timer by its key, only while it is the arming ``arm_id`` (an acknowledgement of a replaced arming
+deletes nothing)."""
