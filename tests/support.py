@@ -14,6 +14,7 @@ from pathlib import Path
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from prometheus_client import REGISTRY
 
 from libs.runtime import RunningServer, Service, ServiceConfig, start_server
 
@@ -113,3 +114,10 @@ async def start_fairness(database_url: str, data_dir: Path, **settings: str) -> 
     return await start_in_process(
         "fairness", FairnessService, database_url, env, DATA_DIR=str(data_dir), **settings
     )
+
+
+def stream_calls_counted(service: str, method: str, call: str, code: str) -> float:
+    """How many calls inside streams of ``service``/``method`` this process answered with ``code``
+    (``skillclassics_stream_calls_handled_total``)."""
+    labels = {"grpc_service": service, "grpc_method": method, "call": call, "grpc_code": code}
+    return REGISTRY.get_sample_value("skillclassics_stream_calls_handled_total", labels) or 0.0

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import grpc
 import pytest
-from prometheus_client import REGISTRY
 from skillclassics.chess.v1 import chess_pb2
 from skillclassics.gateway.v1 import gateway_pb2 as pb
 from skillclassics.gateway.v1 import gateway_pb2_grpc
@@ -39,7 +38,7 @@ from tests.services.gateway.test_gateway_service import (
     start_gateway,
     wait_for_presence,
 )
-from tests.support import free_port, start_in_process
+from tests.support import free_port, start_in_process, stream_calls_counted
 
 platform = test_gateway_service.platform
 """The gateway tests' platform (matchmaking, a chess rules shard and a gateway), as a fixture here."""
@@ -162,13 +161,7 @@ async def eventually(check: Callable[[], bool], what: str, within_s: float = 5) 
 
 
 def _actions_counted(code: str) -> float:
-    labels = {
-        "grpc_service": "skillclassics.gateway.v1.GatewayService",
-        "grpc_method": "Play",
-        "call": "action",
-        "grpc_code": code,
-    }
-    return REGISTRY.get_sample_value("skillclassics_stream_calls_handled_total", labels) or 0.0
+    return stream_calls_counted("skillclassics.gateway.v1.GatewayService", "Play", "action", code)
 
 
 async def test_two_seated_players_play_a_game_over_play_streams(platform: Platform) -> None:

@@ -9,12 +9,12 @@ from collections.abc import AsyncIterator
 
 import grpc
 import pytest
-from prometheus_client import REGISTRY
 from skillclassics.rules.v1 import rules_pb2 as pb
 
 from libs.match.exchange import ExchangeSession
 from libs.runtime.errors import FailedPrecondition, ResourceExhausted
 from tests.services.rules_chess.test_rules_chess_service import Stub, create, get, move
+from tests.support import stream_calls_counted
 
 OK = 0
 INVALID_ARGUMENT = grpc.StatusCode.INVALID_ARGUMENT.value[0]
@@ -153,13 +153,7 @@ async def test_a_refused_call_does_not_end_the_stream(stub: Stub, exchange: Exch
 
 
 def _submits_counted(code: str) -> float:
-    labels = {
-        "grpc_service": "skillclassics.rules.v1.RulesService",
-        "grpc_method": "Exchange",
-        "call": "submit",
-        "grpc_code": code,
-    }
-    return REGISTRY.get_sample_value("skillclassics_stream_calls_handled_total", labels) or 0.0
+    return stream_calls_counted("skillclassics.rules.v1.RulesService", "Exchange", "submit", code)
 
 
 async def test_each_submit_is_counted_by_its_code(stub: Stub, exchange: Exchange) -> None:
