@@ -24,6 +24,19 @@ from libs.runtime.log import configure_logging, get_logger
 from libs.runtime.metrics import SERVICE_INFO
 
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
+MIN_PING_INTERVAL_MS = 10_000
+"""The shortest interval at which a client may send keepalive pings on an idle connection (gRPC's
+default is five minutes, after which it would close the connection of a client pinging more often);
+:data:`KEEPALIVE_CHANNEL_OPTIONS` ping less often than this."""
+KEEPALIVE_CHANNEL_OPTIONS: list[tuple[str, object]] = [
+    ("grpc.keepalive_time_ms", 20_000),
+    ("grpc.keepalive_timeout_ms", 10_000),
+    ("grpc.http2.max_pings_without_data", 0),
+]
+"""For a service's channels to another service that carry long-lived streams (the gateway's Exchange
+streams to each rules shard): a connection that died without a reset (a node gone) is noticed within
+about 30 s and its streams fail, so they are reopened, instead of every call on it timing out until TCP
+gives up (many minutes)."""
 _log = get_logger(__name__)
 
 
@@ -94,6 +107,8 @@ async def start_server(service: Service, config: ServiceConfig) -> RunningServer
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
             ("grpc.so_reuseport", 0),
+            ("grpc.keepalive_permit_without_calls", 1),
+            ("grpc.http2.min_recv_ping_interval_without_data_ms", MIN_PING_INTERVAL_MS),
         ],
     )
     health_servicer = health.aio.HealthServicer()

@@ -36,7 +36,7 @@ from skillclassics.matchmaking.v1 import matchmaking_pb2_grpc
 from libs.match.routing import RulesChannels, all_shard_addresses
 from libs.runtime import Service, ServiceConfig
 from libs.runtime.config import env_int
-from libs.runtime.server import MAX_MESSAGE_BYTES
+from libs.runtime.server import KEEPALIVE_CHANNEL_OPTIONS, MAX_MESSAGE_BYTES
 from services.gateway.limits import Admission, TokenBuckets
 from services.gateway.servicer import DEFAULT_MAX_CALLS, DEFAULT_MAX_STREAMS, Backends, GatewayServicer
 from services.gateway.shard_link import ShardLinks
@@ -45,6 +45,7 @@ from services.gateway.tokens import old_token_keys, token_key
 _CHANNEL_OPTIONS: list[tuple[str, object]] = [
     ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
     ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+    *KEEPALIVE_CHANNEL_OPTIONS,
 ]
 
 
