@@ -25,6 +25,7 @@ from libs.match.routing import RulesChannels
 from libs.runtime import RunningServer
 from libs.runtime.config import sqlite_url
 from libs.runtime.errors import FailedPrecondition, ResourceExhausted, ServiceError, Unavailable
+from services.gateway.limits import Priority
 from services.gateway.service import GatewayService
 from services.gateway.servicer import _PlayOutbox
 from services.gateway.shard_link import ShardLink, ShardLinks, code_number, refusal_error, status_code
@@ -755,3 +756,48 @@ async def test_the_play_backlog_is_bounded() -> None:
     assert action.done()
     assert len(written) == 1
     await writer
+
+
+async def test_at_capacity_an_action_is_answered_resource_exhausted_and_the_stream_goes_on(
+    tmp_path: Path,
+) -> None:
+    url = sqlite_url(tmp_path / "rules.db")
+    rules = await start_in_process("rules-chess", chess_rules_service, url)
+    gateway = await start_gateway(
+        tmp_path, {"RULES_CHESS_ADDRESSES": rules.address, "GATEWAY_MAX_CALLS": "2"}
+    )
+    try:
+        async with (
+            grpc.aio.insecure_channel(gateway.address) as gateway_channel,
+            grpc.aio.insecure_channel(rules.address) as rules_channel,
+        ):
+            gw = gateway_pb2_grpc.GatewayServiceStub(gateway_channel)
+            shard = Platform(gw, rules_pb2_grpc.RulesServiceStub(rules_channel), rules.address, "")
+            match_id = await direct_match(shard, "alice", "bob")
+            white = PlayClient(gw, bearer("alice"))
+            await white.open(match_id)
+            assert isinstance(gateway.service, GatewayService)
+            servicer = gateway.service.servicer
+            assert servicer is not None
+            admission = servicer.admission
+            # Both call slots busy (as with two calls in flight): the gateway is at capacity.
+            with admission.call(Priority.PLAY), admission.call(Priority.PLAY):
+                shed = await white.answer(await white.act("e4", "first-try"))
+                assert shed.code == code_number(grpc.StatusCode.RESOURCE_EXHAUSTED), shed
+                assert "at capacity" in shed.message
+                assert shed.sequence == 0
+            # Refused at once, not queued: nothing was played, and the stream goes on.
+            assert moves(await spectated(shard, match_id)) == []
+            accepted = await white.answer(await white.act("e4", "first-try"))  # the retry, same key
+            assert accepted.code == 0, accepted
+            assert accepted.sequence > 1
+            assert moves(await spectated(shard, match_id)) == ["e4"]
+    finally:
+        await gateway.stop(grace=0.5)
+        await rules.stop(grace=0.5)
+
+
+async def spectated(platform: Platform, match_id: str) -> rules_pb2.MatchUpdate:
+    reply = await platform.rules.GetMatch(rules_pb2.GetMatchRequest(match_id=match_id, spectator=True))
+    update: rules_pb2.MatchUpdate = reply.update
+    return update
