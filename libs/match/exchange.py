@@ -18,7 +18,13 @@ import structlog
 from skillclassics.rules.v1 import rules_pb2
 
 from libs.match.actor import MatchClosed
-from libs.runtime.errors import InvalidArgument, ResourceExhausted, ServiceError
+from libs.runtime.errors import (
+    InvalidArgument,
+    ResourceExhausted,
+    ServiceError,
+    code_number,
+    status_code,
+)
 from libs.runtime.metrics import StreamCallMetrics
 
 MAX_BUFFERED_REPLIES = 100_000
@@ -31,17 +37,16 @@ Watch = Callable[[rules_pb2.WatchRequest], AsyncIterator[rules_pb2.MatchUpdate]]
 
 _log = structlog.get_logger(__name__)
 _SUBMITS = StreamCallMetrics("skillclassics.rules.v1.RulesService", "Exchange", "submit")
-_CODE_NAMES = {code.value[0]: code.name for code in grpc.StatusCode}
 
 
 def refusal(error: BaseException) -> rules_pb2.Refusal:
     """The status ``error`` would have ended its own RPC with, as a reply (never leaking internals)."""
     if isinstance(error, ServiceError):
-        return rules_pb2.Refusal(code=error.code.value[0], message=error.reason)
+        return rules_pb2.Refusal(code=code_number(error.code), message=error.reason)
     if isinstance(error, MatchClosed):
-        return rules_pb2.Refusal(code=grpc.StatusCode.UNAVAILABLE.value[0], message=SHUTTING_DOWN)
+        return rules_pb2.Refusal(code=code_number(grpc.StatusCode.UNAVAILABLE), message=SHUTTING_DOWN)
     _log.error("exchange.internal_error", exc_info=error)
-    return rules_pb2.Refusal(code=grpc.StatusCode.INTERNAL.value[0], message="internal error")
+    return rules_pb2.Refusal(code=code_number(grpc.StatusCode.INTERNAL), message="internal error")
 
 
 class ExchangeSession:
@@ -143,7 +148,7 @@ class ExchangeSession:
         except Exception as error:  # every refusal becomes this call's reply; the stream goes on
             refused = refusal(error)
             self._reply(rules_pb2.ExchangeReply(id=call_id, refused=refused))
-            _SUBMITS.observe(time.perf_counter() - began, _CODE_NAMES.get(refused.code, "UNKNOWN"))
+            _SUBMITS.observe(time.perf_counter() - began, status_code(refused.code).name)
             return
         self._reply(rules_pb2.ExchangeReply(id=call_id, submitted=rules_pb2.Submitted(sequence=sequence)))
         _SUBMITS.observe(time.perf_counter() - began, "OK")

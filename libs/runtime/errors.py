@@ -67,3 +67,48 @@ class Unavailable(ServiceError):
     """A dependency is down or the service is draining; the caller may retry."""
 
     code = grpc.StatusCode.UNAVAILABLE
+
+
+# -- status codes as numbers (a refusal carried inside a stream) --------------------------------------------
+
+_CODES = {int(code.value[0]): code for code in grpc.StatusCode}
+_ERRORS: dict[grpc.StatusCode, type[ServiceError]] = {
+    kind.code: kind
+    for kind in (
+        InvalidArgument,
+        NotFound,
+        AlreadyExists,
+        FailedPrecondition,
+        PermissionDenied,
+        Unauthenticated,
+        ResourceExhausted,
+        Unavailable,
+    )
+}
+for _code in grpc.StatusCode:
+    # Another service may refuse with any code (ABORTED, INTERNAL, ...): each gets its own class, so the
+    # code survives wherever the error goes (an answer inside a stream, or the interceptor).
+    if _code not in _ERRORS and _code is not grpc.StatusCode.OK:
+        _ERRORS[_code] = type(
+            f"Refused{_code.name.title().replace('_', '')}",
+            (ServiceError,),
+            {"code": _code, "__doc__": f"A call a service refused with {_code.name}."},
+        )
+
+
+def status_code(number: int) -> grpc.StatusCode:
+    """The gRPC status code with this number (``UNKNOWN`` for a number gRPC does not define)."""
+    return _CODES.get(number, grpc.StatusCode.UNKNOWN)
+
+
+def code_number(code: grpc.StatusCode) -> int:
+    """The number of a gRPC status code, as a refusal inside a stream carries it."""
+    return int(code.value[0])
+
+
+def error_for(code: grpc.StatusCode, reason: str) -> ServiceError:
+    """The :class:`ServiceError` that refuses with ``code`` (``UNKNOWN`` for ``OK``, which refuses
+    nothing: a refusal saying OK is malformed and must not pass as a success)."""
+    if code is grpc.StatusCode.OK:
+        code = grpc.StatusCode.UNKNOWN
+    return _ERRORS[code](reason or code.name)

@@ -33,12 +33,13 @@ from libs.runtime.errors import (
     ServiceError,
     Unauthenticated,
     Unavailable,
+    code_number,
 )
 from libs.runtime.interceptor import REQUEST_ID_METADATA
 from libs.runtime.metrics import StreamCallMetrics
 from services.gateway.limits import Admission, Priority, TokenBuckets
 from services.gateway.presence import PresenceTracker
-from services.gateway.shard_link import ShardLink, ShardLinks, code_number, refusal_error
+from services.gateway.shard_link import ShardLink, ShardLinks, refusal_error
 from services.gateway.tokens import Claims, TokenError, verify_token
 
 SEAT_CACHE_SIZE = 10_000

@@ -25,17 +25,7 @@ import grpc
 from skillclassics.rules.v1 import rules_pb2, rules_pb2_grpc
 
 from libs.match.routing import RulesChannels
-from libs.runtime.errors import (
-    AlreadyExists,
-    FailedPrecondition,
-    InvalidArgument,
-    NotFound,
-    PermissionDenied,
-    ResourceExhausted,
-    ServiceError,
-    Unauthenticated,
-    Unavailable,
-)
+from libs.runtime.errors import ServiceError, Unavailable, code_number, error_for, status_code
 from libs.runtime.log import get_logger
 
 _log = get_logger(__name__)
@@ -49,49 +39,10 @@ Subscriber = Callable[[rules_pb2.MatchUpdate | rules_pb2.Refusal], None]
 its final update was sent). It is called by the link's receiving task and must not block (nor raise):
 one slow subscriber would hold up every other match of the shard."""
 
-# -- status codes inside a stream --------------------------------------------------------------------------
-
-_CODES = {int(code.value[0]): code for code in grpc.StatusCode}
-_ERRORS: dict[grpc.StatusCode, type[ServiceError]] = {
-    kind.code: kind
-    for kind in (
-        InvalidArgument,
-        NotFound,
-        AlreadyExists,
-        FailedPrecondition,
-        PermissionDenied,
-        Unauthenticated,
-        ResourceExhausted,
-        Unavailable,
-    )
-}
-for _code in grpc.StatusCode:
-    # The shard may refuse with any code (ABORTED, INTERNAL, ...): each gets its own ServiceError class,
-    # so the code survives wherever the error goes (an answer on a Play stream, or the interceptor).
-    if _code not in _ERRORS and _code is not grpc.StatusCode.OK:
-        _ERRORS[_code] = type(
-            f"Refused{_code.name.title().replace('_', '')}",
-            (ServiceError,),
-            {"code": _code, "__doc__": f"A call a service refused with {_code.name}."},
-        )
-
-
-def status_code(number: int) -> grpc.StatusCode:
-    """The gRPC status code with this number (``UNKNOWN`` for a number gRPC does not define)."""
-    return _CODES.get(number, grpc.StatusCode.UNKNOWN)
-
-
-def code_number(code: grpc.StatusCode) -> int:
-    """The number of a gRPC status code, as ``Refusal.code`` and ``PlayAnswer.code`` carry it."""
-    return int(code.value[0])
-
 
 def refusal_error(refusal: rules_pb2.Refusal) -> ServiceError:
     """The :class:`ServiceError` a refusal carried inside a stream stands for: its code and reason."""
-    code = status_code(refusal.code)
-    if code is grpc.StatusCode.OK:  # a refusal that says OK is malformed: do not pass it as a success
-        code = grpc.StatusCode.UNKNOWN
-    return _ERRORS[code](refusal.message or code.name)
+    return error_for(status_code(refusal.code), refusal.message)
 
 
 # -- the link ------------------------------------------------------------------------------------------

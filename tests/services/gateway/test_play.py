@@ -24,11 +24,18 @@ from skillclassics.rules.v1 import rules_pb2, rules_pb2_grpc
 from libs.match.routing import RulesChannels
 from libs.runtime import RunningServer
 from libs.runtime.config import sqlite_url
-from libs.runtime.errors import FailedPrecondition, ResourceExhausted, ServiceError, Unavailable
+from libs.runtime.errors import (
+    FailedPrecondition,
+    ResourceExhausted,
+    ServiceError,
+    Unavailable,
+    code_number,
+    status_code,
+)
 from services.gateway.limits import Priority
 from services.gateway.service import GatewayService
 from services.gateway.servicer import _PlayOutbox
-from services.gateway.shard_link import ShardLink, ShardLinks, code_number, refusal_error, status_code
+from services.gateway.shard_link import ShardLink, ShardLinks, refusal_error
 from services.rules_chess.service import chess_rules_service
 from tests.services.gateway import test_gateway_service
 from tests.services.gateway.test_gateway_service import (
