@@ -83,13 +83,7 @@ class ExchangeSession:
                         if not self._submits:
                             return
                     self._wake.clear()
-                    waits: list[asyncio.Future[object]] = [asyncio.ensure_future(self._wake.wait())]
-                    if not reader.done():
-                        waits.append(reader)  # type: ignore[arg-type]
-                    try:
-                        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-                    finally:
-                        waits[0].cancel()
+                    await self._wake.wait()  # a reply, a finished submit, or the reader's end
                     continue
                 if len(self._replies) > self._max_buffered:
                     raise ResourceExhausted(
@@ -108,11 +102,13 @@ class ExchangeSession:
         self._wake.set()
 
     async def _read(self, requests: AsyncIterator[rules_pb2.ExchangeRequest]) -> None:
-        async for request in requests:
-            self.batches_in += 1
-            for call in request.calls:
-                self._start(call)
-        self._wake.set()
+        try:
+            async for request in requests:
+                self.batches_in += 1
+                for call in request.calls:
+                    self._start(call)
+        finally:
+            self._wake.set()  # however the caller's side ended, the writer looks at why
 
     def _start(self, call: rules_pb2.ExchangeCall) -> None:
         which = call.WhichOneof("call")
