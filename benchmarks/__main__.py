@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import importlib
 import sys
+
+from libs.runtime import eventloop
 
 BENCHMARKS = {
     "grpc": "benchmarks.grpc_baseline",
@@ -27,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.names or list(BENCHMARKS):
         module = importlib.import_module(BENCHMARKS[name])
         print(f"\n## {name}")
-        asyncio.run(module.run())
+        eventloop.run(module.run())
     return 0
 
 

@@ -35,6 +35,7 @@ from typing import Any
 import grpc
 
 from benchmarks.grpc_baseline import baseline_rate
+from libs.runtime import eventloop
 from tests.support import free_port
 
 MATCHES = 500
@@ -333,8 +334,8 @@ async def run() -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) >= 3 and sys.argv[1] == "rules":
-        asyncio.run(serve_rules(int(sys.argv[2])))
+        eventloop.run(serve_rules(int(sys.argv[2])))
     elif len(sys.argv) >= 4 and sys.argv[1] == "gateway":
-        asyncio.run(serve_gateway(int(sys.argv[2]), sys.argv[3]))
+        eventloop.run(serve_gateway(int(sys.argv[2]), sys.argv[3]))
     else:
-        asyncio.run(run())
+        eventloop.run(run())

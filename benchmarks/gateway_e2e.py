@@ -31,6 +31,7 @@ from skillclassics.rules.v1 import rules_pb2
 from benchmarks.support import percentile, stack_env
 from clients.load.procstat import read_sample
 from libs.launcher import Stack, find_free_port_offset
+from libs.runtime import eventloop
 from services.gateway.tokens import mint_token
 
 GAMES = 100
@@ -222,4 +223,4 @@ async def run() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(run())
+    eventloop.run(run())

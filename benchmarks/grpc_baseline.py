@@ -17,6 +17,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from benchmarks.support import percentile
+from libs.runtime import eventloop
 from tests.support import free_port
 
 CONCURRENCY = 32
@@ -85,6 +86,6 @@ async def run() -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "serve":
-        asyncio.run(serve(int(sys.argv[2])))
+        eventloop.run(serve(int(sys.argv[2])))
     else:
-        asyncio.run(run())
+        eventloop.run(run())

@@ -43,6 +43,7 @@ from clients.bot import GameResult, Stalled, play_match
 from clients.families import FamilyClient, UnknownFamily, family
 from clients.player import DEFAULT_GATEWAY, DevKeyMissing, GatewayError, PlayerSession, development_token
 from libs.fairness import FairnessError, Proof, verify
+from libs.runtime import eventloop
 
 __all__ = ["DemoConfig", "demo", "demo_family", "fairness_report", "main", "main_async"]
 
@@ -281,7 +282,7 @@ async def main_async(argv: Sequence[str] | None = None, env: Mapping[str, str] |
 def main(argv: Sequence[str] | None = None) -> int:
     config = _config(argv, os.environ)
     try:
-        return asyncio.run(demo(config))
+        return eventloop.run(demo(config))
     except KeyboardInterrupt:
         print(file=sys.stderr)
         return 130

@@ -67,6 +67,7 @@ from clients.player import (
     is_over,
 )
 from libs.fairness import FairnessError, Proof, verify
+from libs.runtime import eventloop
 
 __all__ = [
     "COMMANDS",
@@ -1020,7 +1021,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "async_handler", None) is None:
         return _run_sync(args)
     try:
-        return asyncio.run(_run_until_signalled(args))
+        return eventloop.run(_run_until_signalled(args))
     except KeyboardInterrupt:
         print(file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -33,6 +33,7 @@ from typing import IO, Any
 from clients.load.cli import UsageError, build_parser, config_from_args
 from clients.load.harness import Engine, LoadConfig, LoadError, Metrics, TokenMinter
 from clients.player import DevKeyMissing
+from libs.runtime import eventloop
 
 __all__ = ["BridgeMetrics", "main", "serve"]
 
@@ -222,7 +223,7 @@ async def _main(argv: Sequence[str] | None) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m clients.load.bridge [the options of skillclassics load]``."""
     try:
-        return asyncio.run(_main(argv))
+        return eventloop.run(_main(argv))
     except KeyboardInterrupt:
         return 130
 

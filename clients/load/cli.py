@@ -33,6 +33,7 @@ from clients.load.harness import (
 from clients.load.procstat import discover_services, parse_services
 from clients.load.report import build_report, render_table, write_json, write_png
 from clients.player import DEFAULT_GATEWAY, DevKeyMissing
+from libs.runtime import eventloop
 
 SubParsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 """What ``register`` adds its sub-parser to (as in :mod:`clients.cli.main`)."""
@@ -372,6 +373,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     try:
-        return asyncio.run(run_command(args))
+        return eventloop.run(run_command(args))
     except KeyboardInterrupt:
         return 130

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from libs.launcher.registry import SERVICES, available_services
 from libs.launcher.stack import Stack, StartError, describe_returncode
+from libs.runtime import eventloop
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -85,7 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except ValueError as error:
         parser.error(str(error))
-    return asyncio.run(run(stack))
+    return eventloop.run(run(stack))
 
 
 async def run(stack: Stack) -> int:

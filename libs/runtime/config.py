@@ -16,6 +16,8 @@ variable                   meaning                                             d
 ``LOG_FORMAT``             ``json``, ``console`` or ``auto`` (JSON unless tty)  ``auto``
 ``SHUTDOWN_GRACE_SECONDS`` how long in-flight calls may finish on SIGTERM      ``10``
 ``MIGRATE_ON_START``       apply database migrations when the service starts   ``true``
+``EVENT_LOOP``             ``uvloop`` or ``asyncio`` (:mod:`libs.runtime.      ``uvloop`` (``asyncio``
+                           eventloop`)                                         without uvloop)
 =========================  ==================================================  ============================
 
 In production nothing that matters may fall back silently: ``DATABASE_URL`` must be set, and services
@@ -24,6 +26,7 @@ ask for their secrets with :func:`require_secret`. A bad value fails at start wi
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -34,6 +37,7 @@ from libs.runtime.ports import DEFAULT_PORTS
 
 LogFormat = Literal["json", "console", "auto"]
 Environment = Literal["development", "production"]
+EventLoop = Literal["uvloop", "asyncio"]
 _LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
@@ -68,6 +72,8 @@ class ServiceConfig:
     gc_thresholds: tuple[int, int, int] = DEFAULT_GC_THRESHOLDS
     """The garbage collector's generation thresholds once the service is serving (``GC_THRESHOLDS``;
     see :func:`libs.runtime.server.settle_garbage_collector`)."""
+    event_loop: EventLoop = "asyncio"
+    """The event loop the process runs on (``EVENT_LOOP``; see :mod:`libs.runtime.eventloop`)."""
 
     @property
     def is_production(self) -> bool:
@@ -99,12 +105,23 @@ class ServiceConfig:
             shutdown_grace_seconds=_float(env, "SHUTDOWN_GRACE_SECONDS", 10.0),
             migrate_on_start=_bool(env, "MIGRATE_ON_START", True),
             gc_thresholds=_gc_thresholds(env),
+            event_loop=event_loop_choice(env),
         )
 
 
 def sqlite_url(path: Path) -> str:
     """The SQLAlchemy async URL of a SQLite file."""
     return f"sqlite+aiosqlite:///{path}"
+
+
+def event_loop_choice(env: Mapping[str, str]) -> EventLoop:
+    """The loop ``EVENT_LOOP`` asks for: ``uvloop`` by default, or ``asyncio`` when uvloop is not
+    installed; asking for uvloop where it is missing is a :class:`ConfigError`."""
+    installed = importlib.util.find_spec("uvloop") is not None
+    choice = _choice(env, "EVENT_LOOP", ("uvloop", "asyncio"), "uvloop" if installed else "asyncio")
+    if choice == "uvloop" and not installed:
+        raise ConfigError("EVENT_LOOP is uvloop, but uvloop is not installed")
+    return "uvloop" if choice == "uvloop" else "asyncio"
 
 
 def env_int(env: Mapping[str, str], name: str, default: int, *, minimum: int = 0) -> int:

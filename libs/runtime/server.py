@@ -19,6 +19,7 @@ from grpc_reflection.v1alpha import reflection
 from prometheus_client import start_http_server
 
 from libs.runtime.config import ConfigError, ServiceConfig
+from libs.runtime.eventloop import run_on
 from libs.runtime.interceptor import RpcInterceptor
 from libs.runtime.log import configure_logging, get_logger
 from libs.runtime.metrics import SERVICE_INFO
@@ -129,7 +130,8 @@ async def start_server(service: Service, config: ServiceConfig) -> RunningServer
     SERVICE_INFO.labels(service.name).set(1)
     for name in ["", *names]:
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    _log.info("service.serving", grpc_port=port, metrics_port=metrics_port)
+    loop = type(asyncio.get_running_loop())
+    _log.info("service.serving", grpc_port=port, metrics_port=metrics_port, event_loop=loop.__module__)
     return RunningServer(service, server, health_servicer, port, metrics_port, metrics_http)
 
 
@@ -185,7 +187,7 @@ def run_service(service_class: Callable[[ServiceConfig], Service], name: str) ->
     except ConfigError as error:
         print(f"{name}: configuration error: {error}", file=sys.stderr)
         raise SystemExit(2) from None
-    asyncio.run(serve(service, config))
+    run_on(config.event_loop, serve(service, config))
     # Shut down cleanly: from here to the end of the interpreter, a late signal must not turn exit 0
     # into "killed" (Python resets its own handlers to the default while finalizing; SIG_IGN it keeps).
     for signum in (signal.SIGTERM, signal.SIGINT):

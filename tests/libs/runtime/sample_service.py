@@ -1,8 +1,9 @@
 """A small service for testing the runtime, with raw-bytes methods (no contract needed).
 
 ``test.Sample/Echo`` echoes; ``/Sleep`` sleeps the milliseconds given as ASCII digits then answers;
-``/Fail`` raises a :class:`FailedPrecondition`; ``/Crash`` raises an unexpected error carrying a
-secret; ``/Ticks`` streams N ticks 50 ms apart. Run as a process with
+``/Loop`` answers the module of the event loop it runs on; ``/Fail`` raises a
+:class:`FailedPrecondition`; ``/Crash`` raises an unexpected error carrying a secret; ``/Ticks``
+streams N ticks 50 ms apart. Run as a process with
 ``python -m tests.libs.runtime.sample_service``.
 """
 
@@ -35,6 +36,10 @@ async def sleep(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
     return b"slept"
 
 
+async def loop(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
+    return type(asyncio.get_running_loop()).__module__.encode()
+
+
 async def fail(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
     raise FailedPrecondition("you cannot do that now")
 
@@ -64,7 +69,13 @@ class SampleService(Service):
             name: grpc.unary_unary_rpc_method_handler(
                 handler, request_deserializer=_identity, response_serializer=_identity
             )
-            for name, handler in (("Echo", echo), ("Sleep", sleep), ("Fail", fail), ("Crash", crash))
+            for name, handler in (
+                ("Echo", echo),
+                ("Sleep", sleep),
+                ("Loop", loop),
+                ("Fail", fail),
+                ("Crash", crash),
+            )
         }
         unary["Ticks"] = grpc.unary_stream_rpc_method_handler(
             ticks, request_deserializer=_identity, response_serializer=_identity

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ def test_defaults_are_local_and_safe() -> None:
     assert config.environment == "development"
     assert config.migrate_on_start
     assert config.gc_thresholds == DEFAULT_GC_THRESHOLDS
+    assert config.event_loop == "uvloop"
 
 
 def test_environment_overrides_every_default() -> None:
@@ -35,6 +37,7 @@ def test_environment_overrides_every_default() -> None:
             "MIGRATE_ON_START": "false",
             "SKILLCLASSICS_ENV": "production",
             "GC_THRESHOLDS": "700,10,10",
+            "EVENT_LOOP": "AsyncIO",
         },
     )
     assert config.grpc_host == "0.0.0.0"
@@ -47,6 +50,7 @@ def test_environment_overrides_every_default() -> None:
     assert not config.migrate_on_start
     assert config.is_production
     assert config.gc_thresholds == (700, 10, 10)
+    assert config.event_loop == "asyncio"
 
 
 @pytest.mark.parametrize(
@@ -61,8 +65,23 @@ def test_environment_overrides_every_default() -> None:
         ({"GC_THRESHOLDS": "20000,20"}, "GC_THRESHOLDS must be three integers"),
         ({"GC_THRESHOLDS": "0,20,100"}, "GC_THRESHOLDS must be three integers"),
         ({"GC_THRESHOLDS": "a,b,c"}, "GC_THRESHOLDS must be three integers"),
+        ({"EVENT_LOOP": "trio"}, "EVENT_LOOP must be one of uvloop, asyncio"),
     ],
 )
 def test_bad_values_fail_fast_with_the_variable_named(env: dict[str, str], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         ServiceConfig.from_env("fairness", env)
+
+
+def test_without_uvloop_the_default_loop_is_asyncios_and_asking_for_uvloop_fails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real_find_spec = importlib.util.find_spec
+
+    def find_spec(name: str, package: str | None = None) -> object:
+        return None if name == "uvloop" else real_find_spec(name, package)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+    assert ServiceConfig.from_env("fairness", {}).event_loop == "asyncio"
+    with pytest.raises(ConfigError, match="uvloop is not installed"):
+        ServiceConfig.from_env("fairness", {"EVENT_LOOP": "uvloop"})

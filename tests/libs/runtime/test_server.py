@@ -141,10 +141,18 @@ async def test_stop_drains_in_flight_calls_refuses_new_ones_and_reports_not_serv
     assert service.closed
 
 
-async def test_sigterm_lets_calls_finish_logs_request_ids_and_exits_zero(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("event_loop", "loop_module"),
+    [(None, "uvloop"), ("uvloop", "uvloop"), ("asyncio", "asyncio.unix_events")],
+)
+async def test_sigterm_lets_calls_finish_logs_request_ids_and_exits_zero(
+    tmp_path: Path, event_loop: str | None, loop_module: str
+) -> None:
+    """On either event loop (uvloop by default): serves, drains on SIGTERM, exits 0."""
     port = free_port()
     env = {
-        **os.environ,
+        **{name: value for name, value in os.environ.items() if name != "EVENT_LOOP"},
+        **({"EVENT_LOOP": event_loop} if event_loop else {}),
         "GRPC_PORT": str(port),
         "METRICS_PORT": "-1",
         "LOG_FORMAT": "json",
@@ -163,6 +171,7 @@ async def test_sigterm_lets_calls_finish_logs_request_ids_and_exits_zero(tmp_pat
         await wait_until_serving(address)
         async with grpc.aio.insecure_channel(address) as channel:
             await _call(channel, "Echo")(b"x", metadata=(("x-request-id", "req-log-7"),))
+            assert await _call(channel, "Loop")(b"") == loop_module.encode()
             slow = asyncio.ensure_future(_call(channel, "Sleep")(b"600"))
             await asyncio.sleep(0.2)
             process.send_signal(signal.SIGTERM)
@@ -177,6 +186,7 @@ async def test_sigterm_lets_calls_finish_logs_request_ids_and_exits_zero(tmp_pat
     assert {line["event"] for line in echo_lines} == {"echo.handled", "rpc.finished"}
     assert all(line["service"] == "sample" for line in lines)
     assert any(line["event"] == "service.stopped" for line in lines)
+    assert [line["event_loop"] for line in lines if line["event"] == "service.serving"] == [loop_module]
 
 
 def test_a_serving_process_freezes_what_is_alive_and_collects_less_often() -> None:
