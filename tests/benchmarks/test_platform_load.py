@@ -11,7 +11,7 @@ from benchmarks.platform_load import (
     Gate,
     Settings,
     WindowMetrics,
-    half_rate_think_ms,
+    slowed_think_ms,
     split_mix,
 )
 
@@ -30,18 +30,23 @@ def test_the_mix_is_scaled_to_the_number_of_matches() -> None:
 
 def test_half_rate_think_time_doubles_each_matchs_cycle() -> None:
     # 500 matches at 250 actions/s: a move every 2 s per match; half the rate: every 4 s.
-    assert half_rate_think_ms(500, 250.0, unloaded_cycle_ms=15.0) == pytest.approx(3985.0)
-    assert half_rate_think_ms(1, 1e9) == 0.0
+    assert slowed_think_ms(500, 250.0, unloaded_cycle_ms=15.0) == pytest.approx(3985.0)
+    # a quarter of the rate: every 8 s
+    assert slowed_think_ms(500, 250.0, 0.25, unloaded_cycle_ms=15.0) == pytest.approx(7985.0)
+    assert slowed_think_ms(1, 1e9) == 0.0
     with pytest.raises(ValueError, match="above 0"):
-        half_rate_think_ms(500, 0.0)
+        slowed_think_ms(500, 0.0)
+    with pytest.raises(ValueError, match="share"):
+        slowed_think_ms(500, 250.0, 0.0)
 
 
 def test_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PLATFORM_LOAD_MATCHES", "20")
     monkeypatch.setenv("PLATFORM_LOAD_SECONDS", "12")
     monkeypatch.setenv("PLATFORM_LOAD_MIX", "gin=1")
+    monkeypatch.setenv("PLATFORM_LOAD_SLOW_SHARE", "0.3")
     settings = Settings.from_env()
-    assert (settings.matches, settings.seconds) == (20, 12.0)
+    assert (settings.matches, settings.seconds, settings.slow_share) == (20, 12.0, 0.3)
     assert [(plan.name, plan.concurrency) for plan in settings.plans()] == [("gin", 20)]
     monkeypatch.setenv("PLATFORM_LOAD_MATCHES", "many")
     with pytest.raises(ValueError, match="PLATFORM_LOAD_MATCHES"):
