@@ -45,6 +45,7 @@ from libs.engines.chess.actions import (
 )
 from libs.engines.chess.dead import is_blocked_dead
 from libs.engines.chess.notation import COLOR_NAMES, color_of, resolve_move, seat_of
+from libs.engines.chess.san import legal_moves_san
 from libs.engines.chess.tiebreak import break_tie, material
 
 SEATS = (0, 1)
@@ -322,7 +323,7 @@ class ChessEngine:
         board = state._board
         over = state.result is not None
         legal = sorted(board.generate_legal_moves(), key=chess.Move.uci) if not over else []
-        scratch = board.copy(stack=False)  # san() pushes and pops: never on the state's own board
+        scratch = board.copy(stack=False)  # SAN pushes and pops: never on the state's own board
         return ChessView(
             fen=board.fen(),
             initial_fen=state.options.initial_fen,
@@ -334,7 +335,7 @@ class ChessEngine:
             material=material(board),
             to_move=self.to_move(state),
             legal_moves_uci=tuple(move.uci() for move in legal),
-            legal_moves_san=tuple(scratch.san(move) for move in legal),
+            legal_moves_san=tuple(legal_moves_san(scratch, legal)),
             draw_offer=state.draw_offer,
             can_claim_draw=not over and state.claimable_draw is not None,
             ply_count=state.ply_count,
