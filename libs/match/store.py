@@ -11,8 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, func, insert, select, update
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy import Connection, and_, func, insert, select, update
 
 from libs.match.model import EventKind, MatchEvent, MatchRecord, outcome_to_json
 from libs.persistence import Database
@@ -58,8 +57,8 @@ class MatchStore:
     async def create(self, event: MatchEvent) -> None:
         """Store a new match with its ``created`` event (IntegrityError if the id exists)."""
 
-        async def work(conn: AsyncConnection) -> None:
-            await conn.execute(
+        def work(conn: Connection) -> None:
+            conn.execute(
                 insert(matches).values(
                     match_id=event.payload["match_id"],
                     family=self._family,
@@ -68,24 +67,24 @@ class MatchStore:
                     created_at_ms=event.at_ms,
                 )
             )
-            await conn.execute(insert(match_events).values(**_event_row(event.payload["match_id"], event)))
+            conn.execute(insert(match_events).values(**_event_row(event.payload["match_id"], event)))
 
-        await self._writer.run(work)
+        await self._writer.run_sync(work)
 
     async def append(self, record: MatchRecord, previous_status: str, result: dict[str, Any] | None) -> None:
         """Append the record's last event; update the summary and store the result when they change."""
         event = record.last_event
         status = record.status.value
 
-        async def work(conn: AsyncConnection) -> None:
+        def work(conn: Connection) -> None:
             if status != previous_status:
-                await conn.execute(
+                conn.execute(
                     update(matches)
                     .where(matches.c.match_id == record.match_id)
                     .values(status=status, ended_at_ms=record.ended_at_ms)
                 )
             if result is not None:
-                await conn.execute(insert(match_results).values(**result))
+                conn.execute(insert(match_results).values(**result))
 
         # The event row goes in with every other match's events of the same group commit, in one
         # statement; the summary and result, which change rarely, as work of their own.

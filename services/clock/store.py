@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import time
 
-from sqlalchemy import bindparam, delete, select
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy import Connection, bindparam, delete, select
 
 from libs.persistence import Database
 from libs.persistence.group_commit import GroupCommitter
@@ -74,10 +73,10 @@ class TimerStore:
         }
         statement = upsert(self._db.engine.dialect.name, clock_timers, list(values), _KEY)
 
-        async def work(conn: AsyncConnection) -> None:
-            await conn.execute(statement, values)
+        def work(conn: Connection) -> None:
+            conn.execute(statement, values)
 
-        await self._writer.run(work)
+        await self._writer.run_sync(work)
         return TimerEntry(owner, timer_id, arm_id, deadline_ms, payload, now_ms)
 
     async def remove(self, owner: str, timer_id: str, arm_id: int | None = None) -> bool:
@@ -89,11 +88,10 @@ class TimerStore:
             statement = _DELETE_ARMING
             params["arm_id"] = arm_id
 
-        async def work(conn: AsyncConnection) -> bool:
-            result = await conn.execute(statement, params)
-            return bool(result.rowcount)
+        def work(conn: Connection) -> bool:
+            return bool(conn.execute(statement, params).rowcount)
 
-        return await self._writer.run(work)
+        return await self._writer.run_sync(work)
 
 
 _DELETE = delete(clock_timers).where(

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Awaitable, Callable
+from typing import Literal
 
 import pytest
-from sqlalchemy import event, func, insert, select
+from sqlalchemy import Connection, Engine, event, func, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -35,6 +37,26 @@ def _insert(timer_id: str) -> Callable[[AsyncConnection], Awaitable[str]]:
     return work
 
 
+def _insert_sync(timer_id: str, threads: list[str] | None = None) -> Callable[[Connection], str]:
+    def work(conn: Connection) -> str:
+        conn.execute(insert(clock_timers).values(_timer(timer_id)))
+        if threads is not None:
+            threads.append(threading.current_thread().name)
+        return timer_id
+
+    return work
+
+
+Kind = Literal["async", "sync"]
+
+
+def _unit(committer: GroupCommitter, kind: Kind, timer_id: str) -> Awaitable[str]:
+    """An insert of ``timer_id`` as a unit of ``kind``."""
+    if kind == "async":
+        return committer.run(_insert(timer_id))
+    return committer.run_sync(_insert_sync(timer_id))
+
+
 async def _count(url: str) -> int:
     db = Database(url)
     try:
@@ -44,10 +66,11 @@ async def _count(url: str) -> int:
         await db.dispose()
 
 
-async def test_concurrent_units_share_commits_and_all_are_durable(migrated_url: str) -> None:
+@pytest.mark.parametrize("kind", ["async", "sync"])
+async def test_concurrent_units_share_commits_and_all_are_durable(migrated_url: str, kind: Kind) -> None:
     db = Database(migrated_url)
     committer = GroupCommitter(db)
-    results = await asyncio.gather(*(committer.run(_insert(f"t{i}")) for i in range(300)))
+    results = await asyncio.gather(*(_unit(committer, kind, f"t{i}") for i in range(300)))
     assert results == [f"t{i}" for i in range(300)]
     assert committer.units == 300
     assert committer.batches < 300  # grouping happened
@@ -56,14 +79,15 @@ async def test_concurrent_units_share_commits_and_all_are_durable(migrated_url: 
     assert await _count(migrated_url) == 300
 
 
-async def test_a_failing_unit_rolls_back_alone(migrated_url: str) -> None:
+@pytest.mark.parametrize("kind", ["async", "sync"])
+async def test_a_failing_unit_rolls_back_alone(migrated_url: str, kind: Kind) -> None:
     db = Database(migrated_url)
     committer = GroupCommitter(db)
     outcomes = await asyncio.gather(
-        committer.run(_insert("a")),
-        committer.run(_insert("dup")),
-        committer.run(_insert("dup")),  # violates the primary key (shard, owner, timer_id)
-        committer.run(_insert("b")),
+        _unit(committer, kind, "a"),
+        _unit(committer, kind, "dup"),
+        _unit(committer, kind, "dup"),  # violates the primary key (shard, owner, timer_id)
+        _unit(committer, kind, "b"),
         return_exceptions=True,
     )
     assert [outcomes[i] for i in (0, 1, 3)] == ["a", "dup", "b"]
@@ -73,15 +97,16 @@ async def test_a_failing_unit_rolls_back_alone(migrated_url: str) -> None:
     assert await _count(migrated_url) == 3
 
 
-async def test_close_finishes_queued_work_then_refuses_more(migrated_url: str) -> None:
+@pytest.mark.parametrize("kind", ["async", "sync"])
+async def test_close_finishes_queued_work_then_refuses_more(migrated_url: str, kind: Kind) -> None:
     db = Database(migrated_url)
     committer = GroupCommitter(db)
-    pending = [asyncio.ensure_future(committer.run(_insert(f"q{i}"))) for i in range(20)]
+    pending = [asyncio.ensure_future(_unit(committer, kind, f"q{i}")) for i in range(20)]
     await asyncio.sleep(0)
     await committer.close()
     assert [await p for p in pending] == [f"q{i}" for i in range(20)]
     with pytest.raises(CommitterClosed):
-        await committer.run(_insert("late"))
+        await _unit(committer, kind, "late")
     await db.dispose()
     assert await _count(migrated_url) == 20
 
@@ -95,17 +120,20 @@ async def test_rows_of_a_batch_go_in_together_and_a_bad_row_fails_only_its_unit(
         if statement.lstrip().upper().startswith("INSERT"):
             inserts.append(1)
 
-    event.listen(db.engine.sync_engine, "before_cursor_execute", count_inserts)
+    event.listen(Engine, "before_cursor_execute", count_inserts)  # every engine: SQLite's writer too
     rows = [((clock_timers, _timer(f"r{i}")),) for i in range(100)]
-    await asyncio.gather(*(committer.insert(r) for r in rows))
+    try:
+        await asyncio.gather(*(committer.insert(r) for r in rows))
+    finally:
+        event.remove(Engine, "before_cursor_execute", count_inserts)
     assert await _count(migrated_url) == 100
     assert 0 < len(inserts) <= committer.batches < 100  # one statement per table per batch, not per row
     # A duplicate row fails its own unit only; the others of the batch are durable, and a unit's work
     # runs after its rows are in.
     seen: list[int] = []
 
-    async def after(conn: AsyncConnection) -> None:
-        seen.append(int(await conn.scalar(select(func.count()).select_from(clock_timers)) or 0))
+    def after(conn: Connection) -> None:
+        seen.append(int(conn.scalar(select(func.count()).select_from(clock_timers)) or 0))
 
     outcomes = await asyncio.gather(
         committer.insert(((clock_timers, _timer("r5")),)),
@@ -120,3 +148,51 @@ async def test_rows_of_a_batch_go_in_together_and_a_bad_row_fails_only_its_unit(
     await committer.close()
     await db.dispose()
     assert await _count(migrated_url) == 102
+
+
+async def test_on_sqlite_a_batch_of_synchronous_units_is_one_trip_to_the_writer_thread(
+    migrated_url: str,
+) -> None:
+    """SQLite: the batch runs in the committer's writer thread, one trip per transaction, and what it
+    committed is what the service's own (async) engine reads. PostgreSQL: on the async connection."""
+    db = Database(migrated_url)
+    committer = GroupCommitter(db)
+    threads: list[str] = []
+    results = await asyncio.gather(*(committer.run_sync(_insert_sync(f"w{i}", threads)) for i in range(200)))
+    assert results == [f"w{i}" for i in range(200)]
+    assert committer.batches < 200
+    if db.is_sqlite:
+        assert committer.thread_trips == committer.batches
+        assert {name.split("_")[0] for name in threads} == {"sqlite-writer"}
+    else:
+        assert committer.thread_trips == 0
+        assert set(threads) == {threading.current_thread().name}
+    async with db.connect() as conn:  # read back through the async engine, before the committer closes
+        assert await conn.scalar(select(func.count()).select_from(clock_timers)) == 200
+    await committer.close()
+    await db.dispose()
+
+
+async def test_a_batch_mixing_async_and_synchronous_units_is_one_transaction_in_order(
+    migrated_url: str,
+) -> None:
+    db = Database(migrated_url)
+    committer = GroupCommitter(db)
+    seen: list[int] = []
+
+    def count(conn: Connection) -> int:
+        seen.append(int(conn.scalar(select(func.count()).select_from(clock_timers)) or 0))
+        return seen[-1]
+
+    outcomes = await asyncio.gather(
+        committer.run(_insert("m1")),
+        committer.run_sync(_insert_sync("m2")),
+        committer.run_sync(count),  # sees both inserts of its batch, made before it
+        committer.run(_insert("m3")),
+    )
+    assert list(outcomes) == ["m1", "m2", 2, "m3"]
+    assert committer.batches == 1
+    assert committer.thread_trips == 0  # an async unit in the batch: the async connection for all
+    await committer.close()
+    await db.dispose()
+    assert await _count(migrated_url) == 3

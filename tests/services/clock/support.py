@@ -12,6 +12,7 @@ import grpc
 from prometheus_client import REGISTRY
 from skillclassics.clock.v1 import clock_pb2 as pb
 from skillclassics.clock.v1 import clock_pb2_grpc
+from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from libs.persistence import Database
@@ -125,6 +126,15 @@ class GatedWriter:
             return await work(conn)
 
         return await self._inner.run(gated)
+
+    async def run_sync(self, work: Callable[[Connection], T]) -> T:
+        """The store's synchronous unit, gated the same way (run on the async connection, so that the
+        transaction stays open while the unit waits at the gate)."""
+
+        async def unit(conn: AsyncConnection) -> T:
+            return await conn.run_sync(work)
+
+        return await self.run(unit)
 
     async def close(self) -> None:
         self.gate.set()
