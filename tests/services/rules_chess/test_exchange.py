@@ -321,3 +321,21 @@ async def test_a_submit_in_flight_completes_when_the_caller_goes_away() -> None:
         while not applied:  # noqa: ASYNC110 - the submit task runs on its own
             await asyncio.sleep(0.01)
     assert applied == ["k"]
+
+
+async def test_a_moves_answer_and_its_watchers_updates_leave_in_one_message(
+    stub: Stub, exchange: Exchange
+) -> None:
+    """One move, both seats watching: the answer and the two updates are ready within a few turns of
+    the event loop of each other, and go out as one message rather than two or three."""
+    match_id = await create(stub)
+    exchange.send(watch(1, match_id, 0), watch(2, match_id, 1))
+    for call_id in (1, 2):
+        await exchange.wait(call_id)
+    for ply, (seat, san) in enumerate([(0, "e4"), (1, "e5"), (0, "Nf3"), (1, "Nc6")]):
+        before = exchange.messages
+        exchange.send(submit(10 + ply, move(match_id, seat, san)))
+        await exchange.wait(10 + ply)
+        for call_id in (1, 2):
+            await exchange.wait(call_id, 2 + ply)
+        assert exchange.messages == before + 1
