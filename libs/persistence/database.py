@@ -13,13 +13,16 @@ writes runs instead as one trip to a writer thread of the committer's own.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, event
 from sqlalchemy import create_engine as create_sync_engine
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, async_sessionmaker, create_async_engine
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -48,17 +51,25 @@ def create_engine(url: str, **kwargs: Any) -> AsyncEngine:
     return engine
 
 
+def sqlite_writer_url(url: str) -> URL | None:
+    """The synchronous driver's URL for ``url``'s SQLite file; ``None`` when ``url`` is not a SQLite file."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:":
+        return None
+    return parsed.set(drivername="sqlite+pysqlite")
+
+
 def sqlite_writer_engine(url: str) -> Engine | None:
     """A synchronous engine on ``url``'s SQLite file, configured like :func:`create_engine`'s (WAL,
     ``synchronous=FULL``, ``BEGIN IMMEDIATE``), with one connection, for one writer thread; ``None``
     when ``url`` is not a SQLite file (another database, or ``:memory:``, which a second engine would not
     share)."""
-    parsed = make_url(url)
-    if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:":
+    parsed = sqlite_writer_url(url)
+    if parsed is None:
         return None
-    Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+    Path(str(parsed.database)).parent.mkdir(parents=True, exist_ok=True)
     engine = create_sync_engine(
-        parsed.set(drivername="sqlite+pysqlite"),
+        parsed,
         pool_size=1,
         max_overflow=0,
         connect_args={"check_same_thread": False},  # made and used in the writer thread; disposed after it
@@ -114,6 +125,11 @@ class Database:
         self.url = url
         self.engine = create_engine(url, **engine_kwargs)
         self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+        # On a SQLite file, the group committer's writer thread has a connection of its own: the gate
+        # keeps the process at one connection in use at a time, as the async engine's one-connection
+        # pool alone did before. Without it a read (which begins IMMEDIATE too) and the thread's write
+        # would meet in SQLite's busy handler, which sleeps in steps of up to 100 ms.
+        self._gate: asyncio.Lock | None = asyncio.Lock() if sqlite_writer_url(url) else None
 
     @property
     def is_sqlite(self) -> bool:
@@ -121,11 +137,25 @@ class Database:
 
     def begin(self) -> Any:
         """``async with db.begin() as conn:`` runs a transaction that commits on success."""
-        return self.engine.begin()
+        return self._gated(self.engine.begin)
 
     def connect(self) -> Any:
         """``async with db.connect() as conn:`` a connection without an implicit commit (reads)."""
-        return self.engine.connect()
+        return self._gated(self.engine.connect)
+
+    @contextlib.asynccontextmanager
+    async def exclusive(self) -> AsyncIterator[None]:
+        """Hold the SQLite gate (no connection): for the group committer's writer thread."""
+        if self._gate is None:
+            yield
+            return
+        async with self._gate:
+            yield
+
+    @contextlib.asynccontextmanager
+    async def _gated(self, open_connection: Callable[[], Any]) -> AsyncIterator[AsyncConnection]:
+        async with self.exclusive(), open_connection() as conn:
+            yield conn
 
     async def dispose(self) -> None:
         await self.engine.dispose()

@@ -169,9 +169,10 @@ class GroupCommitter:
             if self._thread is None:
                 self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-writer")
             engine = self._sync_engine
-            results = await asyncio.get_running_loop().run_in_executor(
-                self._thread, _run_in_thread, engine, batch
-            )
+            async with self._db.exclusive():  # the process's SQLite connections one at a time
+                results = await asyncio.get_running_loop().run_in_executor(
+                    self._thread, _run_in_thread, engine, batch
+                )
             self.thread_trips += 1
             return results
         async with self._db.begin() as conn:

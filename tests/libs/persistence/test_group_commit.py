@@ -5,14 +5,14 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Awaitable, Callable
-from typing import Literal
+from typing import Any, Literal
 
 import pytest
 from sqlalchemy import Connection, Engine, event, func, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from libs.persistence import Database
+from libs.persistence import Database, group_commit
 from libs.persistence.group_commit import CommitterClosed, GroupCommitter
 from libs.persistence.schema import clock_timers
 
@@ -196,3 +196,35 @@ async def test_a_batch_mixing_async_and_synchronous_units_is_one_transaction_in_
     await committer.close()
     await db.dispose()
     assert await _count(migrated_url) == 3
+
+
+async def test_a_write_does_not_meet_a_read_in_sqlites_busy_handler(
+    migrated_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite: the writer thread's connection and the async engine's take turns through the database's
+    gate, as the async engine's one connection did alone, so a write waits for a read in progress
+    before it starts its transaction (never inside SQLite's busy handler, which sleeps in steps of up to
+    100 ms). PostgreSQL has a pool: the write goes ahead during the read."""
+    trips: list[bool] = []
+    reading = False
+    run_in_thread = group_commit._run_in_thread
+
+    def spy(engine: Engine, batch: list[Any]) -> list[Any]:
+        trips.append(reading)
+        return run_in_thread(engine, batch)
+
+    monkeypatch.setattr(group_commit, "_run_in_thread", spy)
+    db = Database(migrated_url)
+    committer = GroupCommitter(db)
+    async with db.connect() as conn:
+        reading = True
+        assert await conn.scalar(select(func.count()).select_from(clock_timers)) == 0
+        write = asyncio.ensure_future(committer.run_sync(_insert_sync("during")))
+        await asyncio.sleep(0.2)
+        assert write.done() is not db.is_sqlite  # SQLite: held back while the read's connection is in use
+        reading = False
+    assert await asyncio.wait_for(write, 5) == "during"
+    assert trips == ([False] if db.is_sqlite else [])  # the trip began after the read ended
+    await committer.close()
+    await db.dispose()
+    assert await _count(migrated_url) == 1
