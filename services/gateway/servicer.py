@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import functools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -130,6 +131,9 @@ DEFAULT_MAX_CALLS = 2048
 """Unary calls in flight one gateway process serves at once (``GATEWAY_MAX_CALLS``)."""
 DEFAULT_MAX_STREAMS = 20_000
 """Streams one gateway process keeps open at once (``GATEWAY_MAX_STREAMS``)."""
+FIRST_MESSAGE_GRACE_S = 1.0
+"""How long a Play stream refused on its metadata may take to send its first message before the refusal
+(so that the client sees the refusal, not a failed write)."""
 PLAY_BACKLOG = 1024
 """Messages a Play stream may have waiting for its client. A client that stops reading is cut off past
 it (``RESOURCE_EXHAUSTED``) instead of growing the gateway's memory; it reconnects from its last
@@ -652,11 +656,16 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         end at once (token expiry, shutdown, a client that fell behind) even while a write waits for a
         client that stopped reading.
         """
-        claims = self._claims(context)
-        player = claims.player_id
-        self._streams.take(player)
+        requests = aiter(requests)
         try:
-            first = await anext(aiter(requests))
+            claims = self._claims(context)
+            player = claims.player_id
+            self._streams.take(player)
+        except ServiceError:
+            await _read_first(requests)
+            raise
+        try:
+            first = await anext(requests)
         except StopAsyncIteration:
             first = pb.PlayRequest()
         if first.WhichOneof("kind") != "open":
@@ -757,6 +766,16 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
             call.cancel()
         for outbox in list(self._plays):
             outbox.end(Unavailable(_SHUTTING_DOWN))
+
+
+async def _read_first(requests: AsyncIterator[pb.PlayRequest]) -> None:
+    """Before refusing a Play stream on its metadata (token, stream rate), read its first message, for at
+    most :data:`FIRST_MESSAGE_GRACE_S`: a client writes its ``open`` at once, and a refusal that overtakes
+    that write makes the write fail on the client's side, which grpc then reports to the client as
+    ``INTERNAL`` ("Internal error from Core") instead of the refusal's status and reason."""
+    with contextlib.suppress(Exception):
+        async with asyncio.timeout(FIRST_MESSAGE_GRACE_S):
+            await anext(requests)
 
 
 def _answer(key: str, error: ServiceError) -> pb.PlayResponse:

@@ -32,6 +32,7 @@ from libs.runtime.errors import (
     code_number,
     status_code,
 )
+from services.gateway import servicer as gateway_servicer
 from services.gateway.limits import Priority
 from services.gateway.service import GatewayService
 from services.gateway.servicer import _PlayOutbox
@@ -236,12 +237,9 @@ async def test_play_refuses_what_it_cannot_serve(platform: Platform) -> None:
     gw = platform.gateway
     match_id = await direct_match(platform, "alice", "bob")
     opening = pb.PlayRequest(open=pb.PlayOpen(match_id=match_id))
-    # The token is checked before the first message is read, so these send nothing: a message written
-    # while the refusal is on its way fails on the client side, and grpc then reports the call as
-    # INTERNAL ("Internal error from Core") instead of the server's status (seen once in CI).
-    nobody = await PlayClient(gw, None).refused()
+    nobody = await PlayClient(gw, None).refused(opening)
     refused_with(nobody, grpc.StatusCode.UNAUTHENTICATED, "no token")
-    forged = await PlayClient(gw, bearer("alice", key=b"x" * 32)).refused()
+    forged = await PlayClient(gw, bearer("alice", key=b"x" * 32)).refused(opening)
     refused_with(forged, grpc.StatusCode.UNAUTHENTICATED, "signature")
 
     carol = await PlayClient(gw, bearer("carol")).refused(opening)
@@ -267,6 +265,26 @@ async def test_play_refuses_what_it_cannot_serve(platform: Platform) -> None:
     assert keyless.code == code_number(grpc.StatusCode.INVALID_ARGUMENT), keyless  # the shard's refusal
     assert "idempotency_key" in keyless.message
     refused_with(await twice.refused(opening), grpc.StatusCode.INVALID_ARGUMENT, "opened once")
+
+
+async def test_a_refusal_on_the_token_waits_for_the_open_the_client_is_writing(
+    platform: Platform, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The gateway reads the first message before refusing on the metadata (a refusal that overtakes
+    the client's write of its open makes that write fail on the client's side, which grpc reports as
+    INTERNAL, "Internal error from Core", instead of UNAUTHENTICATED: seen in CI). So the refusal comes
+    as soon as the open arrives, and without one only after the grace."""
+    monkeypatch.setattr(gateway_servicer, "FIRST_MESSAGE_GRACE_S", 2.0)
+    match_id = await direct_match(platform, "alice", "bob")
+    opening = pb.PlayRequest(open=pb.PlayOpen(match_id=match_id))
+    started = time.monotonic()
+    nobody = await PlayClient(platform.gateway, None).refused(opening)
+    refused_with(nobody, grpc.StatusCode.UNAUTHENTICATED, "no token")
+    assert time.monotonic() - started < 1.5
+    started = time.monotonic()
+    silent = PlayClient(platform.gateway, bearer("alice", key=b"x" * 32))
+    refused_with(await silent.ended(), grpc.StatusCode.UNAUTHENTICATED, "signature")
+    assert time.monotonic() - started >= 1.9
 
 
 async def test_a_play_stream_ends_when_its_token_expires(platform: Platform) -> None:
