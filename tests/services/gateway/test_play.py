@@ -8,6 +8,7 @@ script.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -344,6 +345,17 @@ async def test_a_gateway_shutting_down_ends_play_unavailable(platform: Platform,
     await wait_for_presence(platform, match_id, [])
 
 
+@contextlib.asynccontextmanager
+async def own_platform(gateway: RunningServer, rules: RunningServer) -> AsyncIterator[Platform]:
+    """Stubs for a test's own gateway and rules shard (no matchmaking), for as long as it is open."""
+    async with (
+        grpc.aio.insecure_channel(gateway.address) as gateway_channel,
+        grpc.aio.insecure_channel(rules.address) as rules_channel,
+    ):
+        gw = gateway_pb2_grpc.GatewayServiceStub(gateway_channel)
+        yield Platform(gw, rules_pb2_grpc.RulesServiceStub(rules_channel), rules.address, "")
+
+
 async def test_a_shard_that_goes_away_ends_play_unavailable_and_play_resumes_when_it_is_back(
     tmp_path: Path,
 ) -> None:
@@ -352,12 +364,8 @@ async def test_a_shard_that_goes_away_ends_play_unavailable_and_play_resumes_whe
     rules = await start_in_process("rules-chess", chess_rules_service, url, GRPC_PORT=port)
     gateway = await start_gateway(tmp_path, {"RULES_CHESS_ADDRESSES": rules.address})
     try:
-        async with (
-            grpc.aio.insecure_channel(gateway.address) as gateway_channel,
-            grpc.aio.insecure_channel(rules.address) as rules_channel,
-        ):
-            gw = gateway_pb2_grpc.GatewayServiceStub(gateway_channel)
-            shard = Platform(gw, rules_pb2_grpc.RulesServiceStub(rules_channel), rules.address, "")
+        async with own_platform(gateway, rules) as shard:
+            gw = shard.gateway
             match_id = await direct_match(shard, "alice", "bob")
             white, black = PlayClient(gw, bearer("alice")), PlayClient(gw, bearer("bob"))
             await white.open(match_id)
@@ -795,12 +803,8 @@ async def test_at_capacity_an_action_is_answered_resource_exhausted_and_the_stre
         tmp_path, {"RULES_CHESS_ADDRESSES": rules.address, "GATEWAY_MAX_CALLS": "2"}
     )
     try:
-        async with (
-            grpc.aio.insecure_channel(gateway.address) as gateway_channel,
-            grpc.aio.insecure_channel(rules.address) as rules_channel,
-        ):
-            gw = gateway_pb2_grpc.GatewayServiceStub(gateway_channel)
-            shard = Platform(gw, rules_pb2_grpc.RulesServiceStub(rules_channel), rules.address, "")
+        async with own_platform(gateway, rules) as shard:
+            gw = shard.gateway
             match_id = await direct_match(shard, "alice", "bob")
             white = PlayClient(gw, bearer("alice"))
             await white.open(match_id)
