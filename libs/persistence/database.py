@@ -137,24 +137,22 @@ class Database:
 
     def begin(self) -> Any:
         """``async with db.begin() as conn:`` runs a transaction that commits on success."""
-        return self._gated(self.engine.begin)
+        return self.engine.begin() if self._gate is None else self._gated(self._gate, self.engine.begin)
 
     def connect(self) -> Any:
         """``async with db.connect() as conn:`` a connection without an implicit commit (reads)."""
-        return self._gated(self.engine.connect)
+        return self.engine.connect() if self._gate is None else self._gated(self._gate, self.engine.connect)
 
-    @contextlib.asynccontextmanager
-    async def exclusive(self) -> AsyncIterator[None]:
+    def exclusive(self) -> contextlib.AbstractAsyncContextManager[Any]:
         """Hold the SQLite gate (no connection): for the group committer's writer thread."""
-        if self._gate is None:
-            yield
-            return
-        async with self._gate:
-            yield
+        return self._gate if self._gate is not None else contextlib.nullcontext()
 
+    @staticmethod
     @contextlib.asynccontextmanager
-    async def _gated(self, open_connection: Callable[[], Any]) -> AsyncIterator[AsyncConnection]:
-        async with self.exclusive(), open_connection() as conn:
+    async def _gated(
+        gate: asyncio.Lock, open_connection: Callable[[], Any]
+    ) -> AsyncIterator[AsyncConnection]:
+        async with gate, open_connection() as conn:
             yield conn
 
     async def dispose(self) -> None:
