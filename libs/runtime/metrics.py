@@ -50,8 +50,13 @@ class StreamCallMetrics:
     def __init__(self, service: str, method: str, call: str) -> None:
         self._labels = (service, method, call)
         self._latency = STREAM_CALL_LATENCY.labels(service, method, call)
+        self._handled: dict[str, Counter] = {}
+        """The counter's child per status name, bound on first use (every action passes here)."""
 
     def observe(self, seconds: float, code: str) -> None:
         """One call answered after ``seconds`` with ``code`` (a grpc status name: ``OK``, ...)."""
         self._latency.observe(seconds)
-        STREAM_CALLS_HANDLED.labels(*self._labels, code).inc()
+        handled = self._handled.get(code)
+        if handled is None:
+            handled = self._handled[code] = STREAM_CALLS_HANDLED.labels(*self._labels, code)
+        handled.inc()
