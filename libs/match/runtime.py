@@ -62,6 +62,11 @@ class MatchRuntime:
             self._note_if_finished(actor)
         _log.info("matches.recovered", family=self.family.name, shard=self.shard, matches=len(logs))
 
+    @property
+    def store(self) -> MatchStore:
+        """The shard's durable side (the log, summaries and results)."""
+        return self._store
+
     def now_ms(self) -> int:
         return self._time.now_ms()
 

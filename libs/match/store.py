@@ -52,6 +52,8 @@ class MatchStore:
         self._writer = GroupCommitter(db)
 
     async def close(self) -> None:
+        """Commit what is queued and stop the writer: later writes are refused with ``CommitterClosed``,
+        which the runtime answers ``UNAVAILABLE`` (the service is shutting down; the caller retries)."""
         await self._writer.close()
 
     async def create(self, event: MatchEvent) -> None:

@@ -20,6 +20,11 @@ same transaction as the rest of their batch.
 A unit may also carry rows to insert (:meth:`GroupCommitter.insert`): the rows of every unit in a batch
 go into their tables with one multi-row statement per table, before the units' other work, instead of
 one statement (and one trip to the database driver) per row.
+
+Once closed (the service is shutting down), the committer refuses new units with
+:class:`CommitterClosed`, an :class:`~libs.runtime.errors.Unavailable`: every service whose writes go
+through a committer answers such a call ``UNAVAILABLE`` with a readable reason, so the caller retries
+(elsewhere, or once the service is back), instead of ``INTERNAL``.
 """
 
 from __future__ import annotations
@@ -34,16 +39,22 @@ from sqlalchemy import Connection, Engine, Table, insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from libs.persistence.database import Database, sqlite_writer_engine
+from libs.runtime.errors import Unavailable
 
 T = TypeVar("T")
 Work = Callable[[AsyncConnection], Awaitable[Any]]
 SyncWork = Callable[[Connection], Any]
 Row = tuple[Table, dict[str, Any]]
 DEFAULT_MAX_BATCH = 256
+SHUTTING_DOWN = "the service is shutting down and takes no more writes; retry on another instance"
+"""Why a write is refused once the committer is closed, unless the service words it itself."""
 
 
-class CommitterClosed(Exception):
-    """The committer was closed; the unit of work was not run."""
+class CommitterClosed(Unavailable):
+    """The committer was closed (the service is shutting down); the unit of work was not run.
+
+    An :class:`~libs.runtime.errors.Unavailable`: the runtime answers the call ``UNAVAILABLE`` with the
+    reason, and the caller may retry."""
 
 
 @dataclass(slots=True)
@@ -61,9 +72,13 @@ class _Unit:
 class GroupCommitter:
     """Runs units of work in shared transactions; one writer task per committer."""
 
-    def __init__(self, db: Database, max_batch: int = DEFAULT_MAX_BATCH) -> None:
+    def __init__(
+        self, db: Database, max_batch: int = DEFAULT_MAX_BATCH, *, closed_reason: str = SHUTTING_DOWN
+    ) -> None:
         self._db = db
         self._max_batch = max_batch
+        self._closed_reason = closed_reason
+        """The reason of the :class:`CommitterClosed` that refuses a unit after :meth:`close`."""
         self._queue: asyncio.Queue[_Unit | None] = asyncio.Queue()
         self._writer: asyncio.Task[None] | None = None
         self._closed = False
@@ -96,14 +111,15 @@ class GroupCommitter:
 
     async def _enqueue(self, unit: _Unit) -> Any:
         if self._closed:
-            raise CommitterClosed("the database writer is closed")
+            raise CommitterClosed(self._closed_reason)
         if self._writer is None:
             self._writer = asyncio.get_running_loop().create_task(self._write_forever())
         self._queue.put_nowait(unit)
         return await asyncio.shield(unit.done)
 
     async def close(self) -> None:
-        """Finish what is queued, then stop the writer (and its thread)."""
+        """Finish what is queued, then stop the writer (and its thread); later units are refused with
+        :class:`CommitterClosed`."""
         self._closed = True
         if self._writer is not None:
             self._queue.put_nowait(None)

@@ -28,7 +28,8 @@ class TimerStore:
         self._next_arm_id = 1  # set by load()
 
     async def close(self) -> None:
-        """Commit what is queued and stop the writer."""
+        """Commit what is queued and stop the writer: later writes are refused with ``CommitterClosed``,
+        which the runtime answers ``UNAVAILABLE`` (the service is shutting down; the caller retries)."""
         await self._writer.close()
 
     async def load(self) -> list[TimerEntry]:

@@ -23,7 +23,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from libs.persistence import Database
-from libs.persistence.group_commit import CommitterClosed, GroupCommitter
+from libs.persistence.group_commit import GroupCommitter
 from libs.persistence.schema import (
     mm_activity,
     mm_matches,
@@ -33,9 +33,11 @@ from libs.persistence.schema import (
     mm_tables,
 )
 from libs.ratings import INITIAL_RATING, PlayerRating, rate
-from libs.runtime.errors import AlreadyExists, FailedPrecondition, NotFound, Unavailable
+from libs.runtime.errors import AlreadyExists, FailedPrecondition, NotFound
 
 T = TypeVar("T")
+SHUTTING_DOWN = "matchmaking is shutting down and takes no more changes; try again"
+"""Why a write is refused (``UNAVAILABLE``) once the store is closed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,8 +54,9 @@ class MatchmakingStore:
 
     def __init__(self, db: Database) -> None:
         self._db = db
-        self.committer = GroupCommitter(db)
-        """Runs every write (its ``batches`` and ``units`` count commits and the writes they held)."""
+        self.committer = GroupCommitter(db, closed_reason=SHUTTING_DOWN)
+        """Runs every write (its ``batches`` and ``units`` count commits and the writes they held); once
+        closed it refuses writes with ``Unavailable`` (``CommitterClosed``) and :data:`SHUTTING_DOWN`."""
 
     async def close(self) -> None:
         """Commit the writes queued, then stop the writer: later writes are refused with ``Unavailable``."""
@@ -61,10 +64,7 @@ class MatchmakingStore:
 
     async def _write(self, work: Callable[[AsyncConnection], Awaitable[T]]) -> T:
         """``work(connection)`` in the next group transaction; its result once that is committed."""
-        try:
-            return await self.committer.run(work)
-        except CommitterClosed:
-            raise Unavailable("matchmaking is shutting down and takes no more changes; try again") from None
+        return await self.committer.run(work)
 
     # -- tables --------------------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
+import grpc
 import pytest
 from sqlalchemy import Connection, Engine, event, func, insert, select
 from sqlalchemy.exc import IntegrityError
@@ -15,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from libs.persistence import Database, group_commit
 from libs.persistence.group_commit import CommitterClosed, GroupCommitter
 from libs.persistence.schema import clock_timers
+from libs.runtime.errors import Unavailable
 
 
 def _timer(timer_id: str) -> dict[str, object]:
@@ -105,10 +107,25 @@ async def test_close_finishes_queued_work_then_refuses_more(migrated_url: str, k
     await asyncio.sleep(0)
     await committer.close()
     assert [await p for p in pending] == [f"q{i}" for i in range(20)]
-    with pytest.raises(CommitterClosed):
+    with pytest.raises(CommitterClosed) as caught:
         await _unit(committer, kind, "late")
+    # An Unavailable: every service answers it UNAVAILABLE with the reason (the caller retries).
+    assert isinstance(caught.value, Unavailable)
+    assert caught.value.code == grpc.StatusCode.UNAVAILABLE
+    assert caught.value.reason == group_commit.SHUTTING_DOWN
     await db.dispose()
     assert await _count(migrated_url) == 20
+
+
+async def test_a_closed_committer_refuses_with_the_reason_it_was_given(migrated_url: str) -> None:
+    db = Database(migrated_url)
+    committer = GroupCommitter(db, closed_reason="this service is going away; try again")
+    await committer.close()
+    with pytest.raises(CommitterClosed) as caught:
+        await _unit(committer, "sync", "late")
+    assert caught.value.reason == "this service is going away; try again"
+    await db.dispose()
+    assert await _count(migrated_url) == 0
 
 
 async def test_rows_of_a_batch_go_in_together_and_a_bad_row_fails_only_its_unit(migrated_url: str) -> None:

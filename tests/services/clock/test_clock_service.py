@@ -205,6 +205,33 @@ async def test_draining_ends_watch_streams_with_unavailable(database_url: str) -
         await asyncio.wait_for(stopping, 3)
 
 
+async def test_a_write_after_the_writer_closed_is_unavailable_not_internal(
+    server: RunningServer, stub: Stub, database_url: str
+) -> None:
+    """Shutting down closes the store's writer; a change that comes after it is refused UNAVAILABLE with
+    a reason (the caller retries on another instance), not INTERNAL, and changes nothing."""
+    store, scheduler, _ = parts(server)
+    await arm(stub, "kept", 60_000)
+    await arm(stub, "fired", 10)
+    [fired] = await collect(stub, 1)
+    await store.close()
+    calls = [
+        stub.Arm(pb.ArmRequest(owner=OWNER, timer_id="late", deadline_ms=now_ms() + 60_000)),
+        stub.Cancel(pb.CancelRequest(owner=OWNER, timer_id="kept")),
+        stub.Ack(pb.AckRequest(owner=OWNER, timer_id="fired", arm_id=fired.timer.arm_id)),
+    ]
+    for call in calls:
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await call
+        assert caught.value.code() == grpc.StatusCode.UNAVAILABLE, caught.value.details()
+        assert "shutting down" in (caught.value.details() or "")
+        assert "retry" in (caught.value.details() or "")
+    assert sorted(row.timer_id for row in await stored(database_url)) == ["fired", "kept"]
+    assert scheduler.get(OWNER, "late") is None
+    assert scheduler.get(OWNER, "kept") is not None
+    assert scheduler.get(OWNER, "fired") is not None
+
+
 async def test_a_restart_fires_every_timer_it_had_late_ones_marked(database_url: str) -> None:
     first = await _start(database_url)
     async with grpc.aio.insecure_channel(first.address) as channel:

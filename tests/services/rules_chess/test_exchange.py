@@ -12,6 +12,8 @@ import pytest
 from skillclassics.rules.v1 import rules_pb2 as pb
 
 from libs.match.exchange import ExchangeSession
+from libs.match.service import RulesService
+from libs.runtime import RunningServer
 from libs.runtime.errors import FailedPrecondition, ResourceExhausted
 from tests.services.rules_chess.test_rules_chess_service import Stub, create, get, move
 from tests.support import stream_calls_counted
@@ -20,6 +22,7 @@ OK = 0
 INVALID_ARGUMENT = grpc.StatusCode.INVALID_ARGUMENT.value[0]
 NOT_FOUND = grpc.StatusCode.NOT_FOUND.value[0]
 FAILED_PRECONDITION = grpc.StatusCode.FAILED_PRECONDITION.value[0]
+UNAVAILABLE = grpc.StatusCode.UNAVAILABLE.value[0]
 
 
 class Exchange:
@@ -150,6 +153,26 @@ async def test_a_refused_call_does_not_end_the_stream(stub: Stub, exchange: Exch
     (reply,) = await exchange.wait(8)
     assert reply.submitted.sequence == 2
     assert (await get(stub, match_id)).sequence == 2  # the refused calls changed nothing
+
+
+async def test_a_submit_after_the_writer_closed_is_refused_unavailable(
+    server: RunningServer, stub: Stub, exchange: Exchange
+) -> None:
+    """Shutting down closes the store's writer: a submit that comes after it is refused UNAVAILABLE
+    (the gateway retries it), not INTERNAL, and the stream goes on."""
+    match_id = await create(stub)
+    service = server.service
+    assert isinstance(service, RulesService)
+    assert service.runtime is not None
+    await service.runtime.store.close()
+    exchange.send(submit(1, move(match_id, 0, "e4")))
+    (reply,) = await exchange.wait(1)
+    assert reply.WhichOneof("reply") == "refused", reply
+    assert reply.refused.code == UNAVAILABLE, reply.refused
+    assert "shutting down" in reply.refused.message
+    exchange.send(watch(2, match_id, None))
+    (update,) = await exchange.wait(2)
+    assert update.update.sequence == 1  # the stream still serves; the refused move changed nothing
 
 
 def _submits_counted(code: str) -> float:

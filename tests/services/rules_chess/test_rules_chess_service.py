@@ -12,6 +12,8 @@ from skillclassics.chess.v1 import chess_pb2
 from skillclassics.rules.v1 import rules_pb2 as pb
 from skillclassics.rules.v1 import rules_pb2_grpc
 
+from libs.match.service import RulesService
+from libs.runtime import RunningServer
 from services.rules_chess.service import chess_rules_service
 from tests.services.rules_chess.conftest import start_rules_chess
 from tests.support import ServiceProcess, start_in_process
@@ -384,6 +386,38 @@ async def test_a_watcher_resuming_from_sequence_n_misses_nothing(stub: Stub) -> 
     assert [u.sequence for u in await resumed] == list(range(3, 2 + len(moves)))
     assert [u.event.description for u in everything[1:]] == ["e4", "e5", "Nf3", "Nc6", "Bb5", "a6"]
     assert list(everything[-1].view.chess.moves_san) == moves
+
+
+async def test_a_write_after_the_writer_closed_is_unavailable_not_internal(
+    server: RunningServer, stub: Stub
+) -> None:
+    """Shutting down closes the store's writer; a write that comes after it (a create, a move, a
+    presence report) is refused UNAVAILABLE with a reason, so the caller retries, not INTERNAL, and the
+    match is as it was."""
+    match_id = await create(stub)
+    await play(stub, match_id, "e4")
+    service = server.service
+    assert isinstance(service, RulesService)
+    assert service.runtime is not None
+    await service.runtime.store.close()
+    for call in (
+        stub.CreateMatch(
+            pb.CreateMatchRequest(
+                match_id=new_id(),
+                seats=[pb.SeatAssignment(seat=0, player_id="a"), pb.SeatAssignment(seat=1, player_id="b")],
+                options=pb.MatchOptions(chess=chess_pb2.ChessOptions(ruleset=chess_pb2.RULESET_CONTEST)),
+                time_control=pb.TimeControl(base_ms=MINUTE),
+                idempotency_key="late",
+            )
+        ),
+        stub.SubmitAction(move(match_id, 1, "e5")),
+        stub.SetPresence(pb.SetPresenceRequest(match_id=match_id, seat=0, connected=True)),
+    ):
+        await refused(call, grpc.StatusCode.UNAVAILABLE, "shutting down")
+    update = await get(stub, match_id)
+    assert (update.sequence, list(update.view.chess.moves_san)) == (2, ["e4"])
+    listed = await stub.ListMatches(pb.ListMatchesRequest())
+    assert [m.match_id for m in listed.matches] == [match_id]  # the refused create left nothing
 
 
 async def test_a_restart_resumes_every_match_with_its_clocks(database_url: str) -> None:
