@@ -29,7 +29,7 @@ from __future__ import annotations
 import importlib.util
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -72,8 +72,9 @@ class ServiceConfig:
     gc_thresholds: tuple[int, int, int] = DEFAULT_GC_THRESHOLDS
     """The garbage collector's generation thresholds once the service is serving (``GC_THRESHOLDS``;
     see :func:`libs.runtime.server.settle_garbage_collector`)."""
-    event_loop: EventLoop = "asyncio"
-    """The event loop the process runs on (``EVENT_LOOP``; see :mod:`libs.runtime.eventloop`)."""
+    event_loop: EventLoop = field(default_factory=lambda: event_loop_choice({}))
+    """The event loop the process runs on (``EVENT_LOOP``; see :mod:`libs.runtime.eventloop`): when not
+    given, the same default as :meth:`from_env` without ``EVENT_LOOP`` (uvloop where installed)."""
 
     @property
     def is_production(self) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 from pathlib import Path
 
@@ -85,3 +86,21 @@ def test_without_uvloop_the_default_loop_is_asyncios_and_asking_for_uvloop_fails
     assert ServiceConfig.from_env("fairness", {}).event_loop == "asyncio"
     with pytest.raises(ConfigError, match="uvloop is not installed"):
         ServiceConfig.from_env("fairness", {"EVENT_LOOP": "uvloop"})
+
+
+@pytest.mark.parametrize("uvloop_installed", [True, False])
+def test_a_config_built_without_a_loop_has_the_same_default_as_from_env(
+    monkeypatch: pytest.MonkeyPatch, uvloop_installed: bool
+) -> None:
+    real_find_spec = importlib.util.find_spec
+
+    def find_spec(name: str, package: str | None = None) -> object:
+        return None if name == "uvloop" and not uvloop_installed else real_find_spec(name, package)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+    from_env = ServiceConfig.from_env("fairness", {})
+    fields = {
+        f.name: getattr(from_env, f.name) for f in dataclasses.fields(from_env) if f.name != "event_loop"
+    }
+    built = ServiceConfig(**fields)
+    assert built.event_loop == from_env.event_loop == ("uvloop" if uvloop_installed else "asyncio")
