@@ -157,9 +157,12 @@ class MatchRuntime:
         """Called after an action: a finished match moves to the finished list."""
         self._note_if_finished(actor)
 
-    async def summaries(self, statuses: Sequence[str]) -> list[MatchSummaryRow]:
-        """This shard's matches as committed, in any of ``statuses`` (all when empty), by match id."""
-        return await self._store.summaries(statuses)
+    async def summaries(
+        self, statuses: Sequence[str], *, after: str | None = None, limit: int
+    ) -> list[MatchSummaryRow]:
+        """Up to ``limit`` of this shard's matches as committed, in any of ``statuses`` (all when empty),
+        by match id, from the first one after ``after``."""
+        return await self._store.summaries(statuses, after=after, limit=limit)
 
     def live(self) -> list[MatchActor]:
         return [a for a in self._actors.values() if not a.record.is_over]

@@ -21,6 +21,7 @@ from libs.match.model import (
     MatchRecord,
     MatchSetup,
 )
+from libs.match.paging import PageScope, decode_token, encode_token, page_size
 from libs.match.results import result_proto
 from libs.match.runtime import MatchRuntime
 from libs.runtime.errors import FailedPrecondition, InvalidArgument, Unavailable
@@ -178,9 +179,15 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         if unknown:
             raise InvalidArgument(f"unknown match status {unknown[0]} in statuses")
         wanted = sorted({_STATUS_NAMES[s] for s in request.statuses})
+        size = page_size(request.page_size)
+        scope = PageScope.of(self._family.name, self._runtime.shard, wanted)
+        after = decode_token(request.page_token, scope) if request.page_token else None
         # From the database: what was committed (every acknowledged event), finished and aborted matches
-        # included, whether or not they are still in memory.
-        rows = await self._runtime.summaries(wanted)
+        # included, whether or not they are still in memory. One more than the page: whether there is a
+        # next page at all, so that the last page has no token.
+        rows = await self._runtime.summaries(wanted, after=after, limit=size + 1)
+        page = rows[:size]
+        more = len(rows) > size
         return rules_pb2.ListMatchesResponse(
             matches=[
                 rules_pb2.MatchSummary(
@@ -190,8 +197,9 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
                     seats=[rules_pb2.SeatAssignment(seat=i, player_id=p) for i, p in enumerate(row.players)],
                     sequence=row.sequence,
                 )
-                for row in rows
-            ]
+                for row in page
+            ],
+            next_page_token=encode_token(scope, page[-1].match_id) if more else "",
         )
 
     async def GetRecord(

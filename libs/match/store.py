@@ -122,28 +122,41 @@ class MatchStore:
             )
             return [_event(row._mapping) for row in result]
 
-    async def summaries(self, statuses: Sequence[str]) -> list[MatchSummaryRow]:
-        """This shard's matches as committed (every status, or only ``statuses``), by match id.
+    async def summaries(
+        self, statuses: Sequence[str], *, after: str | None = None, limit: int
+    ) -> list[MatchSummaryRow]:
+        """Up to ``limit`` of this shard's matches as committed (every status, or only ``statuses``), by
+        match id, from the first one after ``after`` (from the first one when ``None``).
 
-        The status is the summary kept with the log; the sequence is the last logged event's and the
-        players come from the ``created`` event, so finished and aborted matches that are no longer in
-        memory are listed like live ones.
+        A keyset page: each page starts where the last one ended whatever was created or changed
+        meanwhile (``ix_matches_family_shard_match_id`` serves the range in order). The status is the
+        summary kept with the log; the sequence is the last logged event's and the players come from the
+        ``created`` event, so finished and aborted matches that are no longer in memory are listed like
+        live ones.
         """
+        # The page's matches first, then the log of those only: joined before the limit, PostgreSQL
+        # may merge-join the whole log up to the page instead.
+        page_query = select(matches.c.match_id, matches.c.status).where(
+            matches.c.family == self._family, matches.c.shard == self._shard
+        )
+        if statuses:
+            page_query = page_query.where(matches.c.status.in_(statuses))
+        if after is not None:
+            page_query = page_query.where(matches.c.match_id > after)
+        page = page_query.order_by(matches.c.match_id).limit(limit).subquery("page")
         created = match_events.alias("created")
         last_sequence = (
             select(func.max(match_events.c.sequence))
-            .where(match_events.c.match_id == matches.c.match_id)
+            .where(match_events.c.match_id == page.c.match_id)
             .scalar_subquery()
         )
         query = (
-            select(matches.c.match_id, matches.c.status, last_sequence.label("sequence"), created.c.payload)
-            .join(created, and_(created.c.match_id == matches.c.match_id, created.c.sequence == 1))
-            .where(matches.c.shard == self._shard, matches.c.family == self._family)
+            select(page.c.match_id, page.c.status, last_sequence.label("sequence"), created.c.payload)
+            .join(created, and_(created.c.match_id == page.c.match_id, created.c.sequence == 1))
+            .order_by(page.c.match_id)
         )
-        if statuses:
-            query = query.where(matches.c.status.in_(statuses))
         async with self._db.connect() as conn:
-            rows = await conn.execute(query.order_by(matches.c.match_id))
+            rows = await conn.execute(query)
             return [
                 MatchSummaryRow(row.match_id, row.status, int(row.sequence), tuple(row.payload["players"]))
                 for row in rows

@@ -108,6 +108,8 @@ matches = Table(
     Column("created_at_ms", BigInteger, nullable=False),
     Column("ended_at_ms", BigInteger, nullable=True),
     Index("ix_matches_shard_status", "shard", "status"),
+    # ListMatches' keyset pages: a shard's matches in match id order, from a position on.
+    Index("ix_matches_family_shard_match_id", "family", "shard", "match_id"),
 )
 
 # The append-only log: the source of truth of every match.

@@ -78,6 +78,22 @@ async def refused(call: object, code: grpc.StatusCode, reason: str) -> None:
     assert reason in (caught.value.details() or ""), caught.value.details()
 
 
+async def list_all(
+    stub: Stub, *statuses: pb.MatchStatus.ValueType, page_size: int = 0
+) -> list[pb.MatchSummary]:
+    """Every match ``ListMatches`` lists (with ``statuses``), page after page until the last."""
+    summaries: list[pb.MatchSummary] = []
+    token = ""
+    while True:
+        reply = await stub.ListMatches(
+            pb.ListMatchesRequest(statuses=statuses, page_size=page_size, page_token=token)
+        )
+        summaries.extend(reply.matches)
+        token = reply.next_page_token
+        if not token:
+            return summaries
+
+
 async def get(stub: Stub, match_id: str, seat: int | None = None) -> pb.MatchUpdate:
     request = pb.GetMatchRequest(match_id=match_id)
     if seat is None:
@@ -416,8 +432,7 @@ async def test_a_write_after_the_writer_closed_is_unavailable_not_internal(
         await refused(call, grpc.StatusCode.UNAVAILABLE, "shutting down")
     update = await get(stub, match_id)
     assert (update.sequence, list(update.view.chess.moves_san)) == (2, ["e4"])
-    listed = await stub.ListMatches(pb.ListMatchesRequest())
-    assert [m.match_id for m in listed.matches] == [match_id]  # the refused create left nothing
+    assert [m.match_id for m in await list_all(stub)] == [match_id]  # the refused create left nothing
 
 
 async def test_a_restart_resumes_every_match_with_its_clocks(database_url: str) -> None:
@@ -441,8 +456,8 @@ async def test_a_restart_resumes_every_match_with_its_clocks(database_url: str) 
             assert before.clocks[1].remaining_ms - after.clocks[1].remaining_ms >= elapsed - 5
             assert after.clocks[1].running
             await play(stub, match_id, "Nc6", first_seat=1)
-            listed = await stub.ListMatches(pb.ListMatchesRequest(statuses=[pb.MATCH_STATUS_LIVE]))
-            assert match_id in [m.match_id for m in listed.matches]
+            listed = await list_all(stub, pb.MATCH_STATUS_LIVE)
+            assert match_id in [m.match_id for m in listed]
     finally:
         await second.stop(grace=0.5)
 
@@ -484,13 +499,13 @@ async def _check_listing(stub: Stub, expected: dict[str, tuple[int, int]]) -> No
     """Every filter gives exactly the matches in those states, by match id, with seats and sequence."""
 
     async def listed(*statuses: pb.MatchStatus.ValueType) -> dict[str, tuple[int, int]]:
-        reply = await stub.ListMatches(pb.ListMatchesRequest(statuses=statuses))
-        ids = [m.match_id for m in reply.matches]
+        summaries = await list_all(stub, *statuses, page_size=1)  # a page per match: tokens too
+        ids = [m.match_id for m in summaries]
         assert ids == sorted(ids)
-        for summary in reply.matches:
+        for summary in summaries:
             assert summary.family == "chess"
             assert [(s.seat, s.player_id) for s in summary.seats] == [(0, "alice"), (1, "bob")]
-        return {m.match_id: (m.status, m.sequence) for m in reply.matches}
+        return {m.match_id: (m.status, m.sequence) for m in summaries}
 
     def only(*statuses: int) -> dict[str, tuple[int, int]]:
         return {k: v for k, v in expected.items() if v[0] in statuses}

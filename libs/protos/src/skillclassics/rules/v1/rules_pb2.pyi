@@ -739,6 +739,20 @@ class ListMatchesRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     STATUSES_FIELD_NUMBER: _builtins.int
+    PAGE_SIZE_FIELD_NUMBER: _builtins.int
+    PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    page_size: _builtins.int
+    """The most matches to return: 0 means the default, 100; larger values are capped at 1000; a negative
+    value is INVALID_ARGUMENT. The end of the list is an empty next_page_token, not a short page.
+    """
+    page_token: _builtins.str
+    """The next_page_token of the previous response, to get the page after it; empty for the first page.
+    Opaque: pass it back as it came. It is valid only with the statuses of the request that returned it
+    (any other filter, another shard's token or a malformed one is INVALID_ARGUMENT); page_size may change
+    from page to page. Pages follow match id order, so matches created while a caller pages through
+    never make an earlier match appear twice or go missing (a new match shows up on a later page if its
+    id comes after the token's position).
+    """
     @_builtins.property
     def statuses(self) -> _containers.RepeatedScalarFieldContainer[Global___MatchStatus.ValueType]:
         """Only matches in these states (all when empty)."""
@@ -747,10 +761,12 @@ class ListMatchesRequest(_message.Message):
         self,
         *,
         statuses: _abc.Iterable[Global___MatchStatus.ValueType] | None = ...,
+        page_size: _builtins.int = ...,
+        page_token: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["statuses", b"statuses"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["page_size", b"page_size", "page_token", b"page_token", "statuses", b"statuses"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -795,16 +811,22 @@ class ListMatchesResponse(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     MATCHES_FIELD_NUMBER: _builtins.int
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    next_page_token: _builtins.str
+    """The page_token of the next page; empty when this is the last page."""
     @_builtins.property
-    def matches(self) -> _containers.RepeatedCompositeFieldContainer[Global___MatchSummary]: ...
+    def matches(self) -> _containers.RepeatedCompositeFieldContainer[Global___MatchSummary]:
+        """This page's matches, by match id."""
+
     def __init__(
         self,
         *,
         matches: _abc.Iterable[Global___MatchSummary] | None = ...,
+        next_page_token: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["matches", b"matches"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["matches", b"matches", "next_page_token", b"next_page_token"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

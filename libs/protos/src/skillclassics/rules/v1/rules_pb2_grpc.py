@@ -132,7 +132,10 @@ class RulesServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListMatches(self, request, context):
-        """ListMatches lists the matches of this shard.
+        """ListMatches lists the matches of this shard (finished and aborted ones included), ordered by match
+        id, one page at a time (AIP-158): a response holds at most page_size matches, and its
+        next_page_token, passed back as page_token with the same statuses, asks for the next page. A caller
+        that sends neither gets the first page of the default size (100), not every match.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -57,7 +57,11 @@ class RulesServiceStub:
     disconnect-forfeit rule runs on it.
     """
     ListMatches: _grpc.UnaryUnaryMultiCallable[_rules_pb2.ListMatchesRequest, _rules_pb2.ListMatchesResponse]
-    """ListMatches lists the matches of this shard."""
+    """ListMatches lists the matches of this shard (finished and aborted ones included), ordered by match
+    id, one page at a time (AIP-158): a response holds at most page_size matches, and its
+    next_page_token, passed back as page_token with the same statuses, asks for the next page. A caller
+    that sends neither gets the first page of the default size (100), not every match.
+    """
     GetRecord: _grpc.UnaryUnaryMultiCallable[_rules_pb2.GetRecordRequest, _rules_pb2.GetRecordResponse]
     """GetRecord returns a finished match's record: the result and the game in the family's notation
     (PGN for chess) with its clock history.
@@ -101,7 +105,11 @@ class RulesServiceAsyncStub(RulesServiceStub):
     disconnect-forfeit rule runs on it.
     """
     ListMatches: _aio.UnaryUnaryMultiCallable[_rules_pb2.ListMatchesRequest, _rules_pb2.ListMatchesResponse]  # type: ignore[assignment]
-    """ListMatches lists the matches of this shard."""
+    """ListMatches lists the matches of this shard (finished and aborted ones included), ordered by match
+    id, one page at a time (AIP-158): a response holds at most page_size matches, and its
+    next_page_token, passed back as page_token with the same statuses, asks for the next page. A caller
+    that sends neither gets the first page of the default size (100), not every match.
+    """
     GetRecord: _aio.UnaryUnaryMultiCallable[_rules_pb2.GetRecordRequest, _rules_pb2.GetRecordResponse]  # type: ignore[assignment]
     """GetRecord returns a finished match's record: the result and the game in the family's notation
     (PGN for chess) with its clock history.
@@ -178,7 +186,11 @@ class RulesServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _rules_pb2.ListMatchesRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_rules_pb2.ListMatchesResponse, _abc.Awaitable[_rules_pb2.ListMatchesResponse]]:
-        """ListMatches lists the matches of this shard."""
+        """ListMatches lists the matches of this shard (finished and aborted ones included), ordered by match
+        id, one page at a time (AIP-158): a response holds at most page_size matches, and its
+        next_page_token, passed back as page_token with the same statuses, asks for the next page. A caller
+        that sends neither gets the first page of the default size (100), not every match.
+        """
 
     @_abc_1.abstractmethod
     def GetRecord(
