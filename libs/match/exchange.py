@@ -25,6 +25,7 @@ from libs.runtime.errors import (
     code_number,
     status_code,
 )
+from libs.runtime.log import bind_request_id, current_request_id
 from libs.runtime.metrics import StreamCallMetrics
 
 MAX_BUFFERED_REPLIES = 100_000
@@ -49,7 +50,9 @@ def refusal(error: BaseException) -> rules_pb2.Refusal:
     if isinstance(error, MatchClosed):
         return rules_pb2.Refusal(code=code_number(grpc.StatusCode.UNAVAILABLE), message=SHUTTING_DOWN)
     _log.error("exchange.internal_error", exc_info=error)
-    return rules_pb2.Refusal(code=code_number(grpc.StatusCode.INTERNAL), message="internal error")
+    request_id = current_request_id()
+    message = f"internal error (request id {request_id})" if request_id else "internal error"
+    return rules_pb2.Refusal(code=code_number(grpc.StatusCode.INTERNAL), message=message)
 
 
 class ExchangeSession:
@@ -138,9 +141,11 @@ class ExchangeSession:
             if call.id in self._watches:
                 self._refuse(call.id, InvalidArgument(f"call id {call.id} is a watch in progress"))
                 return
-            self._watches[call.id] = asyncio.create_task(self._run_watch(call.id, call.watch))
+            self._watches[call.id] = asyncio.create_task(
+                self._run_watch(call.id, call.watch, call.request_id)
+            )
             return
-        task = asyncio.create_task(self._run_submit(call.id, call.submit))
+        task = asyncio.create_task(self._run_submit(call.id, call.submit, call.request_id))
         self._submits.add(task)
         task.add_done_callback(self._submit_done)
 
@@ -151,7 +156,10 @@ class ExchangeSession:
     def _refuse(self, call_id: int, error: BaseException) -> None:
         self._reply(rules_pb2.ExchangeReply(id=call_id, refused=refusal(error)))
 
-    async def _run_submit(self, call_id: int, request: rules_pb2.SubmitActionRequest) -> None:
+    async def _run_submit(
+        self, call_id: int, request: rules_pb2.SubmitActionRequest, request_id: str
+    ) -> None:
+        bind_request_id(request_id)
         began = time.perf_counter()
         try:
             sequence = await self._submit(request)
@@ -163,7 +171,8 @@ class ExchangeSession:
         self._reply(rules_pb2.ExchangeReply(id=call_id, submitted=rules_pb2.Submitted(sequence=sequence)))
         _SUBMITS.observe(time.perf_counter() - began, "OK")
 
-    async def _run_watch(self, call_id: int, request: rules_pb2.WatchRequest) -> None:
+    async def _run_watch(self, call_id: int, request: rules_pb2.WatchRequest, request_id: str) -> None:
+        bind_request_id(request_id)
         try:
             async for update in self._watch(request):
                 self._reply(rules_pb2.ExchangeReply(id=call_id, update=update))

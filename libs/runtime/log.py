@@ -52,3 +52,17 @@ def configure_logging(service: str, level: str = "info", log_format: str = "auto
 def get_logger(name: str, **initial: Any) -> Any:
     """A structlog logger for a module; ``initial`` values are bound to every line it logs."""
     return structlog.get_logger(name, **initial)
+
+
+def current_request_id() -> str:
+    """The request id bound for the call being handled (the interceptor binds it; the Exchange stream
+    binds the caller's for each of its calls), or ``""`` outside one."""
+    request_id = structlog.contextvars.get_contextvars().get("request_id")
+    return request_id if isinstance(request_id, str) else ""
+
+
+def bind_request_id(request_id: str) -> None:
+    """Log the rest of the current task (its own copy of the context) under ``request_id``; an empty one
+    leaves what is bound."""
+    if request_id:
+        structlog.contextvars.bind_contextvars(request_id=request_id)

@@ -16,7 +16,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, NoReturn, TypeVar
 
 import grpc
-import structlog
 from skillclassics.fairness.v1 import fairness_pb2, fairness_pb2_grpc
 from skillclassics.gateway.v1 import gateway_pb2 as pb
 from skillclassics.gateway.v1 import gateway_pb2_grpc
@@ -37,6 +36,7 @@ from libs.runtime.errors import (
     code_number,
 )
 from libs.runtime.interceptor import REQUEST_ID_METADATA
+from libs.runtime.log import current_request_id
 from libs.runtime.metrics import StreamCallMetrics
 from services.gateway.limits import Admission, Priority, TokenBuckets
 from services.gateway.presence import PresenceTracker
@@ -108,8 +108,8 @@ class Backends:
 
 
 def _metadata() -> tuple[tuple[str, str], ...]:
-    request_id = structlog.contextvars.get_contextvars().get("request_id")
-    return ((REQUEST_ID_METADATA, request_id),) if isinstance(request_id, str) else ()
+    request_id = current_request_id()
+    return ((REQUEST_ID_METADATA, request_id),) if request_id else ()
 
 
 async def _refuse(backend: str, error: grpc.aio.AioRpcError, context: grpc.aio.ServicerContext) -> NoReturn:

@@ -26,7 +26,7 @@ from skillclassics.rules.v1 import rules_pb2, rules_pb2_grpc
 
 from libs.match.routing import RulesChannels
 from libs.runtime.errors import ServiceError, Unavailable, code_number, error_for, status_code
-from libs.runtime.log import get_logger
+from libs.runtime.log import current_request_id, get_logger
 
 _log = get_logger(__name__)
 
@@ -106,7 +106,7 @@ class ShardLink:
         call_id = next(self._ids)
         answer: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         stream.submits[call_id] = answer
-        stream.send(rules_pb2.ExchangeCall(id=call_id, submit=request))
+        stream.send(rules_pb2.ExchangeCall(id=call_id, submit=request, request_id=current_request_id()))
         try:
             async with asyncio.timeout(timeout_s):
                 return await answer
@@ -121,7 +121,7 @@ class ShardLink:
         stream = self._current()
         watch_id = next(self._ids)
         stream.watches[watch_id] = subscriber
-        stream.send(rules_pb2.ExchangeCall(id=watch_id, watch=request))
+        stream.send(rules_pb2.ExchangeCall(id=watch_id, watch=request, request_id=current_request_id()))
         return Watch(stream, watch_id)
 
     def next_id(self) -> int:

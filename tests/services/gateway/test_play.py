@@ -17,11 +17,13 @@ from pathlib import Path
 
 import grpc
 import pytest
+import structlog
 from skillclassics.chess.v1 import chess_pb2
 from skillclassics.gateway.v1 import gateway_pb2 as pb
 from skillclassics.gateway.v1 import gateway_pb2_grpc
 from skillclassics.rules.v1 import rules_pb2, rules_pb2_grpc
 
+from libs.match.exchange import ExchangeSession
 from libs.match.routing import RulesChannels
 from libs.runtime import RunningServer
 from libs.runtime.config import sqlite_url
@@ -220,6 +222,26 @@ async def test_two_seated_players_play_a_game_over_play_streams(platform: Platfo
     # Accepted: e4, its retry, g5, d4, f6, Qh5#; refused: e5 out of turn, Ke2, Qh5 after d4.
     assert _actions_counted("OK") - counted["OK"] == 6
     assert _actions_counted("FAILED_PRECONDITION") - counted["FAILED_PRECONDITION"] == 3
+
+
+async def test_a_play_streams_request_id_goes_with_its_calls_to_the_shard(
+    platform: Platform, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[tuple[str | None, str]] = []
+    start = ExchangeSession._start
+
+    def recording(session: ExchangeSession, call: rules_pb2.ExchangeCall) -> None:
+        seen.append((call.WhichOneof("call"), call.request_id))
+        start(session, call)
+
+    monkeypatch.setattr(ExchangeSession, "_start", recording)
+    match_id = await direct_match(platform, "alice", "bob")
+    white = PlayClient(platform.gateway, (*bearer("alice"), ("x-request-id", "alice-play-1")))
+    await white.open(match_id)
+    await white.play("e4")
+    assert ("watch", "alice-play-1") in seen
+    assert ("submit", "alice-play-1") in seen
+    white.call.cancel()
 
 
 async def test_a_play_stream_counts_as_connected(platform: Platform) -> None:
@@ -593,6 +615,24 @@ async def test_calls_queued_together_go_out_as_one_message_and_replies_find_thei
 
     assert await fake.link.submit(submit("7"), 5) == 7  # later calls: the same stream
     assert fake.link.streams_opened == 1
+
+
+async def test_calls_carry_the_request_id_of_the_request_they_serve(fake: Fake) -> None:
+    structlog.contextvars.clear_contextvars()
+
+    async def serving(request_id: str) -> None:
+        structlog.contextvars.bind_contextvars(request_id=request_id)  # as the interceptor does for a call
+        assert await fake.link.submit(submit("5"), 5) == 5
+        fake.link.watch(watch_request(), Subscriber())
+
+    await asyncio.create_task(serving("play-1"))  # a task of its own: its own context
+    assert await fake.link.submit(submit("6"), 5) == 6  # outside any request
+    await eventually(lambda: len(fake.shard.calls) == 3, "the three calls reach the shard")
+    assert [(call.WhichOneof("call"), call.request_id) for call in fake.shard.calls] == [
+        ("submit", "play-1"),
+        ("watch", "play-1"),
+        ("submit", ""),
+    ]
 
 
 async def test_refusals_keep_their_code_and_reason(fake: Fake) -> None:

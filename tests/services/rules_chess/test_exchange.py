@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 
 import grpc
 import pytest
+import structlog
 from skillclassics.rules.v1 import rules_pb2 as pb
 
 from libs.match.exchange import ExchangeSession
@@ -23,6 +24,7 @@ INVALID_ARGUMENT = grpc.StatusCode.INVALID_ARGUMENT.value[0]
 NOT_FOUND = grpc.StatusCode.NOT_FOUND.value[0]
 FAILED_PRECONDITION = grpc.StatusCode.FAILED_PRECONDITION.value[0]
 UNAVAILABLE = grpc.StatusCode.UNAVAILABLE.value[0]
+INTERNAL = grpc.StatusCode.INTERNAL.value[0]
 
 
 class Exchange:
@@ -285,6 +287,51 @@ async def test_replies_ready_together_go_out_as_one_message() -> None:
     with pytest.raises(StopAsyncIteration):
         await asyncio.wait_for(anext(responses), 5)
     assert (session.batches_in, session.batches_out) == (1, 1)
+
+
+async def test_each_call_is_served_under_its_callers_request_id() -> None:
+    """A call's task logs under the request id its caller sent (the gateway: the player's Play stream's),
+    or the Exchange stream's own when it sent none; an INTERNAL refusal names it."""
+    seen: dict[str, object] = {}
+
+    def request_id() -> object:
+        return structlog.contextvars.get_contextvars().get("request_id")
+
+    async def submit(request: pb.SubmitActionRequest) -> int:
+        seen[request.idempotency_key] = request_id()
+        if request.idempotency_key == "broken":
+            raise RuntimeError("a bug, not a refusal")
+        return 2
+
+    async def watch(request: pb.WatchRequest) -> AsyncIterator[pb.MatchUpdate]:
+        seen["watch"] = request_id()
+        yield pb.MatchUpdate(match_id=request.match_id, sequence=1)
+
+    def call(call_id: int, key: str, caller: str = "") -> pb.ExchangeCall:
+        request = pb.SubmitActionRequest(idempotency_key=key)
+        return pb.ExchangeCall(id=call_id, submit=request, request_id=caller)
+
+    async def incoming() -> AsyncIterator[pb.ExchangeRequest]:
+        yield pb.ExchangeRequest(
+            calls=[
+                call(1, "mine", "play-1"),
+                call(2, "unnamed"),
+                call(3, "broken", "play-3"),
+                pb.ExchangeCall(id=4, watch=pb.WatchRequest(match_id="m"), request_id="play-4"),
+            ]
+        )
+
+    structlog.contextvars.bind_contextvars(request_id="exchange-stream")  # as the interceptor binds it
+    replies: dict[int, list[pb.ExchangeReply]] = {}
+    async with asyncio.timeout(5):
+        async for response in ExchangeSession(submit, watch).serve(incoming()):
+            for reply in response.replies:
+                replies.setdefault(reply.id, []).append(reply)
+    assert seen == {"mine": "play-1", "unnamed": "exchange-stream", "broken": "play-3", "watch": "play-4"}
+    assert replies[1][0].submitted.sequence == 2
+    broken = replies[3][0].refused
+    assert (broken.code, broken.message) == (INTERNAL, "internal error (request id play-3)")
+    assert request_id() == "exchange-stream"  # each call bound its own in its own task
 
 
 async def test_a_caller_that_does_not_read_is_cut_off() -> None:

@@ -913,8 +913,14 @@ class ExchangeCall(_message.Message):
     SUBMIT_FIELD_NUMBER: _builtins.int
     WATCH_FIELD_NUMBER: _builtins.int
     UNWATCH_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
     id: _builtins.int
     """Chosen by the caller; unique among the stream's calls. Replies name it."""
+    request_id: _builtins.str
+    """The request id of the caller's own request this call serves (the gateway: the player's Play
+    stream's x-request-id), so that the shard's logs of this call can be joined with the caller's; an
+    INTERNAL refusal names it. Empty: the Exchange stream's own request id.
+    """
     @_builtins.property
     def submit(self) -> Global___SubmitActionRequest: ...
     @_builtins.property
@@ -930,10 +936,11 @@ class ExchangeCall(_message.Message):
         submit: Global___SubmitActionRequest | None = ...,
         watch: Global___WatchRequest | None = ...,
         unwatch: Global___Unwatch | None = ...,
+        request_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["call", b"call", "submit", b"submit", "unwatch", b"unwatch", "watch", b"watch"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["call", b"call", "id", b"id", "submit", b"submit", "unwatch", b"unwatch", "watch", b"watch"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["call", b"call", "id", b"id", "request_id", b"request_id", "submit", b"submit", "unwatch", b"unwatch", "watch", b"watch"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType_call: _TypeAlias = _typing.Literal["submit", "watch", "unwatch"]  # noqa: Y015
     _WhichOneofArgType_call: _TypeAlias = _typing.Literal["call", b"call"]  # noqa: Y015
