@@ -82,7 +82,8 @@ class GroupCommitter:
         self._queue: asyncio.Queue[_Unit | None] = asyncio.Queue()
         self._writer: asyncio.Task[None] | None = None
         self._closed = False
-        self._sync_engine: Engine | None = sqlite_writer_engine(db.url)
+        engine = sqlite_writer_engine(db.url)
+        self._sqlite: _SqliteWriter | None = None if engine is None else _SqliteWriter(engine)
         self._thread: ThreadPoolExecutor | None = None
         self.batches = 0
         self.units = 0
@@ -124,15 +125,14 @@ class GroupCommitter:
         if self._writer is not None:
             self._queue.put_nowait(None)
             await self._writer
+        sqlite, self._sqlite = self._sqlite, None
         if self._thread is not None:
-            engine, self._sync_engine = self._sync_engine, None
-            if engine is not None:
-                await asyncio.get_running_loop().run_in_executor(self._thread, engine.dispose)
+            if sqlite is not None:  # its connection was made in the thread: closed there too
+                await asyncio.get_running_loop().run_in_executor(self._thread, sqlite.close)
             self._thread.shutdown(wait=False)
             self._thread = None
-        elif self._sync_engine is not None:
-            self._sync_engine.dispose()
-            self._sync_engine = None
+        elif sqlite is not None:
+            sqlite.close()
 
     async def _write_forever(self) -> None:
         while True:
@@ -181,14 +181,12 @@ class GroupCommitter:
 
     async def _transaction(self, batch: list[_Unit]) -> list[Any]:
         """Run ``batch`` in one transaction and commit it: in one trip to the writer thread when it can."""
-        if self._sync_engine is not None and all(unit.is_sync for unit in batch):
+        sqlite = self._sqlite
+        if sqlite is not None and all(unit.is_sync for unit in batch):
             if self._thread is None:
                 self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-writer")
-            engine = self._sync_engine
             async with self._db.exclusive():  # the process's SQLite connections one at a time
-                results = await asyncio.get_running_loop().run_in_executor(
-                    self._thread, _run_in_thread, engine, batch
-                )
+                results = await asyncio.get_running_loop().run_in_executor(self._thread, sqlite.run, batch)
             self.thread_trips += 1
             return results
         async with self._db.begin() as conn:
@@ -206,13 +204,39 @@ async def _run_unit(conn: AsyncConnection, unit: _Unit) -> Any:
     return None
 
 
-def _run_in_thread(engine: Engine, batch: list[_Unit]) -> list[Any]:
-    """The writer thread's side: the whole batch in one transaction, committed before returning."""
-    with engine.begin() as conn:
-        rows = _by_table(row for unit in batch for row in unit.rows)
-        if rows:
-            _insert_rows(conn, rows)
-        return [None if unit.sync_work is None else unit.sync_work(conn) for unit in batch]
+class _SqliteWriter:
+    """The committer's side in its SQLite writer thread: a synchronous engine on the file, and one
+    connection kept from one batch to the next (a checkout from the pool and its return on every batch
+    cost about as much CPU as a lone commit's insert). A batch that fails closes it; the next opens
+    another. Between batches it is outside any transaction and holds no lock (WAL)."""
+
+    __slots__ = ("_conn", "engine")
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._conn: Connection | None = None
+
+    def run(self, batch: list[_Unit]) -> list[Any]:
+        """The whole batch in one transaction, committed before returning."""
+        conn = self._conn
+        if conn is None:
+            conn = self._conn = self.engine.connect()
+        try:
+            with conn.begin():
+                rows = _by_table(row for unit in batch for row in unit.rows)
+                if rows:
+                    _insert_rows(conn, rows)
+                return [None if unit.sync_work is None else unit.sync_work(conn) for unit in batch]
+        except BaseException:
+            self._conn = None
+            conn.close()
+            raise
+
+    def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+        self.engine.dispose()
 
 
 def _by_table(rows: Any) -> dict[Table, list[dict[str, Any]]]:

@@ -190,6 +190,38 @@ async def test_on_sqlite_a_batch_of_synchronous_units_is_one_trip_to_the_writer_
     await db.dispose()
 
 
+async def test_on_sqlite_the_writer_thread_keeps_its_connection_until_a_batch_fails(
+    migrated_url: str,
+) -> None:
+    """One connection serves batch after batch (no pool checkout per batch); a batch that fails closes
+    it, and the next batch opens another and commits as before."""
+    db = Database(migrated_url)
+    if not db.is_sqlite:
+        await db.dispose()
+        pytest.skip("the writer thread is SQLite's")
+    committer = GroupCommitter(db)
+    checkouts: list[int] = []
+
+    def count(*args: object) -> None:
+        checkouts.append(1)
+
+    event.listen(Engine, "checkout", count)  # every engine's pool: the writer's too
+    try:
+        for i in range(5):  # one at a time: five batches
+            await committer.run_sync(_insert_sync(f"k{i}"))
+        assert (committer.thread_trips, len(checkouts)) == (5, 1)
+        with pytest.raises(IntegrityError):
+            await committer.run_sync(_insert_sync("k0"))  # a duplicate: its batch fails
+        assert len(checkouts) == 2  # the failed batch's connection was closed; its unit ran alone on another
+        await committer.run_sync(_insert_sync("k5"))
+        assert len(checkouts) == 3  # which failed too and was closed: a new one for the next batch
+    finally:
+        event.remove(Engine, "checkout", count)
+    await committer.close()
+    await db.dispose()
+    assert await _count(migrated_url) == 6
+
+
 async def test_a_batch_mixing_async_and_synchronous_units_is_one_transaction_in_order(
     migrated_url: str,
 ) -> None:
@@ -224,13 +256,13 @@ async def test_a_write_does_not_meet_a_read_in_sqlites_busy_handler(
     100 ms). PostgreSQL has a pool: the write goes ahead during the read."""
     trips: list[bool] = []
     reading = False
-    run_in_thread = group_commit._run_in_thread
+    run_in_thread = group_commit._SqliteWriter.run
 
-    def spy(engine: Engine, batch: list[Any]) -> list[Any]:
+    def spy(writer: Any, batch: list[Any]) -> list[Any]:
         trips.append(reading)
-        return run_in_thread(engine, batch)
+        return run_in_thread(writer, batch)
 
-    monkeypatch.setattr(group_commit, "_run_in_thread", spy)
+    monkeypatch.setattr(group_commit._SqliteWriter, "run", spy)
     db = Database(migrated_url)
     committer = GroupCommitter(db)
     async with db.connect() as conn:
