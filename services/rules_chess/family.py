@@ -20,7 +20,6 @@ from libs.engines.chess import (
     export_pgn,
     parse_action,
 )
-from libs.engines.chess.notation import resolve_move
 from libs.match.family import JsonObject
 from libs.match.model import MatchRecord
 
@@ -98,28 +97,28 @@ class ChessFamily:
         notation: str = action.notation
         if notation in _DRAW_FROM_PROTO.values():
             return notation
-        board = state_before.board()
-        return board.san(resolve_move(board, notation))
+        return self.engine.move_san(state_before, notation)
 
     def view_to_proto(self, view: ChessView) -> rules_pb2.View:
-        proto = chess_pb2.ChessView(
-            fen=view.fen,
-            ruleset=_RULESET_TO_PROTO[view.ruleset],
-            moves_san=view.moves_san,
-            moves_uci=view.moves_uci,
-            last_move_uci=view.last_move or "",
-            check=view.is_check,
-            material=chess_pb2.Material(white=view.material[0], black=view.material[1]),
-            legal_moves=[
-                chess_pb2.LegalMove(uci=uci, san=san)
-                for uci, san in zip(view.legal_moves_uci, view.legal_moves_san, strict=True)
-            ],
-            can_claim_draw=view.can_claim_draw,
-            ply=view.ply_count,
-        )
+        # Filled in place: a ChessView built first and passed to View(chess=...) would be copied whole, and
+        # LegalMove messages built first would be copied again into the repeated field.
+        out = rules_pb2.View()
+        proto = out.chess
+        proto.fen = view.fen
+        proto.ruleset = _RULESET_TO_PROTO[view.ruleset]
+        proto.moves_san.extend(view.moves_san)
+        proto.moves_uci.extend(view.moves_uci)
+        proto.last_move_uci = view.last_move or ""
+        proto.check = view.is_check
+        proto.material.white, proto.material.black = view.material  # present even when both are 0
+        add_legal_move = proto.legal_moves.add
+        for uci, san in zip(view.legal_moves_uci, view.legal_moves_san, strict=True):
+            add_legal_move(uci=uci, san=san)
+        proto.can_claim_draw = view.can_claim_draw
+        proto.ply = view.ply_count
         if view.draw_offer is not None:
             proto.draw_offer_by = view.draw_offer
-        return rules_pb2.View(chess=proto)
+        return out
 
     def export_record(self, record: MatchRecord) -> str:
         """PGN with the players, the time control, ``[%clk]`` after every move and the result's reason."""

@@ -14,6 +14,14 @@ threefold and fivefold repetition look at, since no position before an irreversi
 
 The end of the game is computed once, when the action that ends it is applied, and stored in the state:
 the contest tiebreak needs the clocks of that action (:class:`ActionContext`), which no later call has.
+
+A position's legal moves are listed at most once (:class:`_LegalMoves`, kept in the state), when first
+asked for (by the view or the legal actions), and their SAN written at most once. ``apply`` reads the
+incoming move and writes its SAN from that list when it is there (the rules service has always viewed a
+position before a move is made from it); otherwise it generates only what python-chess's own
+``resolve_move`` and ``Board.san`` would. Of the position it makes, ``apply`` only asks whether there is
+a legal move at all, which python-chess answers at the first one it finds (a tenth of the cost of the
+list): replaying a log, which never looks at the positions on the way, pays for no list.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from operator import itemgetter
 
 import chess
 
@@ -44,8 +53,8 @@ from libs.engines.chess.actions import (
     parse_action,
 )
 from libs.engines.chess.dead import is_blocked_dead
-from libs.engines.chess.notation import COLOR_NAMES, color_of, resolve_move, seat_of
-from libs.engines.chess.san import legal_moves_san
+from libs.engines.chess.notation import COLOR_NAMES, color_of, is_uci_notation, resolve_move, seat_of
+from libs.engines.chess.san import legal_moves_san, move_san
 from libs.engines.chess.tiebreak import break_tie, material
 
 SEATS = (0, 1)
@@ -121,13 +130,97 @@ def _board_from_fen(fen: str) -> chess.Board:
     return board
 
 
+class _LegalMoves:
+    """The legal moves of one position (one board that nobody changes any more), each list computed at
+    most once, when first asked for: the moves sorted by UCI with their UCI, and their SAN.
+
+    A :class:`ChessState` holds the memo of its own board and checks that it is that board's, so a state
+    made with :func:`dataclasses.replace` on another board gets a fresh one. Threads may share it: each
+    list is computed from the board alone and stored as one finished value, so two threads that ask at
+    the same moment at worst both compute the same list.
+    """
+
+    __slots__ = ("_listing", "_sans", "board")
+
+    def __init__(self, board: chess.Board) -> None:
+        self.board = board
+        self._listing: tuple[tuple[chess.Move, ...], tuple[str, ...], dict[str, int]] | None = None
+        self._sans: tuple[str, ...] | None = None
+
+    def _list(self) -> tuple[tuple[chess.Move, ...], tuple[str, ...], dict[str, int]]:
+        listing = self._listing
+        if listing is None:
+            pairs = sorted(
+                ((move.uci(), move) for move in self.board.generate_legal_moves()), key=itemgetter(0)
+            )
+            ucis = tuple(uci for uci, _ in pairs)
+            listing = (tuple(move for _, move in pairs), ucis, {uci: i for i, uci in enumerate(ucis)})
+            self._listing = listing
+        return listing
+
+    @property
+    def moves(self) -> tuple[chess.Move, ...]:
+        """The legal moves, sorted by UCI."""
+        return self._list()[0]
+
+    @property
+    def ucis(self) -> tuple[str, ...]:
+        """The legal moves in UCI, sorted."""
+        return self._list()[1]
+
+    def sans(self) -> tuple[str, ...]:
+        """The legal moves in SAN, in the order of :attr:`ucis`, with check and mate marks."""
+        sans = self._sans
+        if sans is None:
+            scratch = self.board.copy(stack=False)  # SAN pushes and pops: never on the shared board
+            sans = self._sans = tuple(legal_moves_san(scratch, self.moves))
+        return sans
+
+    def resolve(self, text: str) -> chess.Move:
+        """The legal move ``text`` names, exactly as :func:`resolve_move` finds it (and with its errors):
+        a legal move in UCI is looked up in the list if it is made (its promotion letter in either case);
+        anything else goes to :func:`resolve_move`, which generates only the moves from its square."""
+        listing = self._listing
+        if listing is not None and is_uci_notation(text):
+            found = listing[2].get(text.lower())  # squares are lower case already: this lowers the promotion
+            if found is not None:
+                return listing[0][found]
+        return resolve_move(self.board, text)
+
+    def has_moves(self) -> bool:
+        """Whether the position has a legal move: from the list if it is made, otherwise python-chess
+        stops at the first legal move it finds."""
+        listing = self._listing
+        if listing is not None:
+            return bool(listing[0])
+        return any(self.board.generate_legal_moves())
+
+    def played_san(self, move: chess.Move, after: chess.Board, replies: bool) -> str:
+        """The SAN of ``move``, one of the legal moves, given the board ``after`` it and whether the side
+        to move there has a legal move (``replies``): what ``board.san_and_push`` writes, from the SAN
+        list if it is made, else from the legal moves if they are listed, else as python-chess would."""
+        if self._sans is not None:
+            return self.san(move)
+        check = after.is_check()
+        listing = self._listing
+        moves = listing[0] if listing is not None else None
+        return move_san(self.board, move, moves, check=check, mate=check and not replies)
+
+    def san(self, move: chess.Move) -> str:
+        """The SAN of ``move``, one of the legal moves, exactly as ``Board.san`` writes it."""
+        sans = self._sans
+        if sans is not None:
+            return sans[self._list()[2][move.uci()]]
+        return self.board.copy(stack=False).san(move)
+
+
 @dataclass(frozen=True, slots=True)
 class ChessState:
     """A chess game: options, the moves made, any pending draw offer and, once over, the outcome.
 
     Build it with :meth:`ChessEngine.new_game` and :meth:`ChessEngine.apply`; never construct it by
-    hand. States compare by value: options, moves, draw offer, outcome and clocks (the board is derived
-    from those and takes no part).
+    hand. States compare by value: options, moves, draw offer, outcome and clocks (the board and the
+    memo of its legal moves are derived from those and take no part).
     """
 
     options: ChessOptions
@@ -147,6 +240,12 @@ class ChessState:
     occurred three times, or will after some legal move) or ``FIFTY_MOVES``; ``None`` otherwise. Computed
     once per position because python-chess checks it by pushing and popping moves."""
     _board: chess.Board = field(repr=False, compare=False)
+    _legal: _LegalMoves = field(repr=False, compare=False)
+    """The legal moves of ``_board``, computed once (see :class:`_LegalMoves`)."""
+
+    def __post_init__(self) -> None:
+        if self._legal.board is not self._board:  # dataclasses.replace with another board
+            object.__setattr__(self, "_legal", _LegalMoves(self._board))
 
     @property
     def ply_count(self) -> int:
@@ -223,6 +322,7 @@ class ChessEngine:
             remaining_ms=None,
             claimable_draw=_claimable_draw(board) if options.ruleset is Ruleset.FIDE else None,
             _board=board,
+            _legal=_LegalMoves(board),
         )
 
     def to_move(self, state: ChessState) -> int | None:
@@ -270,17 +370,27 @@ class ChessEngine:
         _check_seat(seat)
         if state.result is not None:
             return []
-        board = state._board
-        actions = [move.uci() for move in board.generate_legal_moves()] if seat_of(board.turn) == seat else []
+        turn = seat_of(state._board.turn) == seat
+        actions = list(state._legal.ucis) if turn else []  # sorted already
         if state.options.ruleset is Ruleset.FIDE:
             if state.draw_offer is None:
                 actions.append(OfferDraw.notation)
             elif state.draw_offer != seat:
                 actions += [AcceptDraw.notation, DeclineDraw.notation]
-            if seat_of(board.turn) == seat and state.claimable_draw is not None:
+            if turn and state.claimable_draw is not None:
                 actions.append(ClaimDraw.notation)
-        actions.sort()
+            actions.sort()
         return actions
+
+    def move_san(self, state: ChessState, notation: str) -> str:
+        """The SAN, with its check or mate mark, of the legal move that ``notation`` (UCI or SAN) names in
+        ``state``'s position: what ``Board.san`` writes.
+
+        :raises MalformedActionError: ``notation`` is neither UCI nor SAN.
+        :raises IllegalActionError: no legal move matches it (see :func:`resolve_move`).
+        """
+        legal = state._legal
+        return legal.san(legal.resolve(notation))
 
     def resignation_outcome(self, state: ChessState, seat: int) -> Outcome:
         """What it means that ``seat`` resigned: the opponent wins; in the FIDE ruleset it is a draw
@@ -322,8 +432,7 @@ class ChessEngine:
             _check_seat(seat)
         board = state._board
         over = state.result is not None
-        legal = sorted(board.generate_legal_moves(), key=chess.Move.uci) if not over else []
-        scratch = board.copy(stack=False)  # SAN pushes and pops: never on the state's own board
+        legal = state._legal
         return ChessView(
             fen=board.fen(),
             initial_fen=state.options.initial_fen,
@@ -334,8 +443,8 @@ class ChessEngine:
             is_check=board.is_check(),
             material=material(board),
             to_move=self.to_move(state),
-            legal_moves_uci=tuple(move.uci() for move in legal),
-            legal_moves_san=tuple(legal_moves_san(scratch, legal)),
+            legal_moves_uci=() if over else legal.ucis,
+            legal_moves_san=() if over else legal.sans(),
             draw_offer=state.draw_offer,
             can_claim_draw=not over and state.claimable_draw is not None,
             ply_count=state.ply_count,
@@ -354,12 +463,16 @@ class ChessEngine:
         board = state._board
         if seat_of(board.turn) != seat:
             raise IllegalActionError(f"it is {COLOR_NAMES[seat_of(board.turn)]}'s turn")
-        move = resolve_move(board, action.notation)
+        legal = state._legal
+        move = legal.resolve(action.notation)
         fide = state.options.ruleset is Ruleset.FIDE
-        after = board.copy(stack=board.halfmove_clock if fide else False)
-        san = after.san_and_push(move)
+        after = _successor(board, board.halfmove_clock if fide else 0)
+        after.push(move)
+        after_legal = _LegalMoves(after)  # listed when first asked for
+        replies = after_legal.has_moves()
+        san = legal.played_san(move, after, replies)
         plies = state.ply_count + 1
-        result = _board_outcome(after, state.options.ruleset, plies, state.first_mover, context)
+        result = _board_outcome(after, replies, state.options.ruleset, plies, state.first_mover, context)
         # A move declines the opponent's pending offer; the offerer's own move leaves it standing.
         draw_offer = state.draw_offer if state.draw_offer == seat else None
         return ChessState(
@@ -371,6 +484,7 @@ class ChessEngine:
             remaining_ms=tuple(context.remaining_ms),
             claimable_draw=_claimable_draw(after) if fide and result is None else None,
             _board=after,
+            _legal=after_legal,
         )
 
     def _draw_action(
@@ -422,7 +536,19 @@ class ChessEngine:
             remaining_ms=tuple(context.remaining_ms),
             claimable_draw=state.claimable_draw if result is None else None,
             _board=state._board,
+            _legal=state._legal,
         )
+
+
+def _successor(board: chess.Board, history: int) -> chess.Board:
+    """``board.copy(stack=history)``, the last ``history`` moves of the history included, but sharing the
+    move objects instead of copying each one (about 3.5 µs a move): no board of a state is ever changed
+    once the state is built, and :meth:`ChessState.board` hands out copies."""
+    after = board.copy(stack=False)
+    if history:
+        after.move_stack = board.move_stack[-history:]
+        after._stack = board._stack[-history:]  # what Board.copy does: the saved states are shared too
+    return after
 
 
 def _check_seat(seat: object) -> None:
@@ -439,24 +565,50 @@ def _claimable_draw(board: chess.Board) -> Termination | None:
     # move needs seven reversible plies behind us; the fifty-move claim needs 99. Skip the costly checks
     # when the history is shorter.
     reversible = min(board.halfmove_clock, len(board.move_stack))
-    if reversible >= 7 and board.can_claim_threefold_repetition():
+    if reversible >= 7 and _may_recur(board) and board.can_claim_threefold_repetition():
         return Termination.THREEFOLD_REPETITION
     if board.halfmove_clock >= 99 and board.can_claim_fifty_moves():
         return Termination.FIFTY_MOVES
     return None
 
 
+def _may_recur(board: chess.Board) -> bool:
+    """Whether two of the positions in ``board``'s history, the current one included, have the same pieces
+    on the same squares and the same side to move.
+
+    A sound pre-filter for ``can_claim_threefold_repetition``, which counts the positions since the last
+    irreversible move (each a state of ``board``'s stack, or the current one) and claims only if one of
+    them occurred three times or a legal move reaches one that occurred twice: either needs two equal
+    positions among them, which this finds. Without it python-chess pushes and pops every legal move.
+    """
+    # The kings are the occupied squares that hold no other piece: equal elsewhere, equal there too.
+    white, black = board.occupied_co
+    seen = {(board.pawns, board.knights, board.bishops, board.rooks, board.queens, white, black, board.turn)}
+    for s in board._stack:
+        key = (s.pawns, s.knights, s.bishops, s.rooks, s.queens, s.occupied_w, s.occupied_b, s.turn)
+        if key in seen:
+            return True
+        seen.add(key)
+    return False
+
+
 def _board_outcome(
-    board: chess.Board, ruleset: Ruleset, plies: int, first_mover: int, context: ActionContext
+    board: chess.Board,
+    has_moves: bool,
+    ruleset: Ruleset,
+    plies: int,
+    first_mover: int,
+    context: ActionContext,
 ) -> Outcome | None:
     """The end of the game in ``board``, just after a move, under ``ruleset``; ``None`` if play goes on.
+    ``has_moves`` says whether the side to move has a legal move.
 
     Checked in order: checkmate, stalemate, insufficient material, (FIDE only) a blocked dead position,
     seventy-five moves, and (FIDE only) fivefold repetition. ``board`` must not be shared yet: the
     repetition check pushes and pops.
     """
     side = COLOR_NAMES[seat_of(board.turn)]
-    if not any(board.generate_legal_moves()):
+    if not has_moves:
         if board.is_check():
             winner = 1 - seat_of(board.turn)
             return _win(Termination.CHECKMATE, winner, f"checkmate; {COLOR_NAMES[winner]} wins")

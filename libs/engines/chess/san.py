@@ -48,6 +48,37 @@ def legal_moves_san(board: chess.Board, moves: Sequence[chess.Move]) -> list[str
     return sans
 
 
+def move_san(
+    board: chess.Board, move: chess.Move, moves: Sequence[chess.Move] | None, *, check: bool, mate: bool
+) -> str:
+    """The SAN of the legal ``move``, as ``board.san`` writes it when the move gives check (``check``) or
+    mate (``check`` and ``mate``): the caller has made the move on a copy and looked, so nothing is pushed
+    here and ``board`` is only read.
+
+    ``moves`` are all the legal moves of ``board``, if they are known: the other moves to the same square
+    decide the disambiguation. With ``None``, python-chess generates just those, as ``board.san`` does.
+    """
+    piece_type = board.piece_type_at(move.from_square)
+    assert piece_type is not None, f"not a legal move: {move} in {board.fen()}"
+    others = chess.BB_EMPTY
+    if moves is not None:
+        for other in moves:
+            if (
+                other.to_square == move.to_square
+                and other.from_square != move.from_square
+                and board.piece_type_at(other.from_square) == piece_type
+            ):
+                others |= chess.BB_SQUARES[other.from_square]
+    elif piece_type not in (chess.PAWN, chess.KING):  # a pawn's SAN never names its rank; there is one king
+        from_mask = board.pieces_mask(piece_type, board.turn) & ~chess.BB_SQUARES[move.from_square]
+        for other in board.generate_legal_moves(from_mask, chess.BB_SQUARES[move.to_square]):
+            others |= chess.BB_SQUARES[other.from_square]
+    san = _without_suffix(board, move, piece_type, others)
+    if check:
+        san += "#" if mate else "+"
+    return san
+
+
 def _without_suffix(board: chess.Board, move: chess.Move, piece_type: chess.PieceType, others: int) -> str:
     """The SAN of ``move`` without the check mark, as ``Board._algebraic_without_suffix`` writes it;
     ``others`` are the squares of the other pieces of the same type that can legally go to the same square.

@@ -1,4 +1,4 @@
-"""``legal_moves_san`` against python-chess's own ``Board.san``, move by move.
+"""``legal_moves_san`` and ``move_san`` against python-chess's own ``Board.san``, move by move.
 
 Hand-picked positions exercise every branch (each lists some of the SAN it must produce, so that the
 position is known to reach that branch); random games from several starts check everything else.
@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from libs.engines.chess import CHESS
-from libs.engines.chess.san import legal_moves_san
+from libs.engines.chess.san import legal_moves_san, move_san
 from tests.libs.engines.chess import new, play_san
 
 
@@ -27,6 +27,17 @@ def check(board: chess.Board, moves: list[chess.Move] | None = None) -> list[str
     assert board.fen() == fen
     assert board.move_stack == stack
     assert sans == [board.san(move) for move in moves]
+    # One move at a time, told whether it checks or mates (as the engine knows after making it), with all
+    # the legal moves or with none (then python-chess generates those to the same square).
+    assert len(set(moves)) == board.legal_moves.count()  # all of them: they give the disambiguation
+    for move, san in zip(moves, sans, strict=True):
+        after = board.copy(stack=False)
+        after.push(move)
+        check = after.is_check()
+        mate = check and after.is_checkmate()
+        assert move_san(board, move, moves, check=check, mate=mate) == san
+        assert move_san(board, move, None, check=check, mate=mate) == san
+    assert board.fen() == fen
     return sans
 
 
