@@ -190,15 +190,14 @@ async def test_on_sqlite_a_batch_of_synchronous_units_is_one_trip_to_the_writer_
     await db.dispose()
 
 
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # the writer thread is SQLite's
 async def test_on_sqlite_the_writer_thread_keeps_its_connection_until_a_batch_fails(
     migrated_url: str,
 ) -> None:
     """One connection serves batch after batch (no pool checkout per batch); a batch that fails closes
     it, and the next batch opens another and commits as before."""
     db = Database(migrated_url)
-    if not db.is_sqlite:
-        await db.dispose()
-        pytest.skip("the writer thread is SQLite's")
+    assert db.is_sqlite
     committer = GroupCommitter(db)
     checkouts: list[int] = []
 
