@@ -23,6 +23,7 @@ from libs.runtime.errors import (
     ResourceExhausted,
     ServiceError,
     code_number,
+    internal_error_reason,
     status_code,
 )
 from libs.runtime.log import bind_request_id, current_request_id
@@ -50,8 +51,7 @@ def refusal(error: BaseException) -> rules_pb2.Refusal:
     if isinstance(error, MatchClosed):
         return rules_pb2.Refusal(code=code_number(grpc.StatusCode.UNAVAILABLE), message=SHUTTING_DOWN)
     _log.error("exchange.internal_error", exc_info=error)
-    request_id = current_request_id()
-    message = f"internal error (request id {request_id})" if request_id else "internal error"
+    message = internal_error_reason(current_request_id())
     return rules_pb2.Refusal(code=code_number(grpc.StatusCode.INTERNAL), message=message)
 
 

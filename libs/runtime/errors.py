@@ -106,6 +106,12 @@ def code_number(code: grpc.StatusCode) -> int:
     return int(code.value[0])
 
 
+def internal_error_reason(request_id: str) -> str:
+    """The reason an ``INTERNAL`` answer gives: nothing of the failure itself (that is in the log, under
+    the request id), only the request id to quote, when there is one."""
+    return f"internal error (request id {request_id})" if request_id else "internal error"
+
+
 def error_for(code: grpc.StatusCode, reason: str) -> ServiceError:
     """The :class:`ServiceError` that refuses with ``code`` (``UNKNOWN`` for ``OK``, which refuses
     nothing: a refusal saying OK is malformed and must not pass as a success)."""

@@ -16,7 +16,7 @@ from typing import Any
 import grpc
 import structlog
 
-from libs.runtime.errors import ServiceError
+from libs.runtime.errors import ServiceError, internal_error_reason
 from libs.runtime.log import get_logger
 from libs.runtime.metrics import RPC_HANDLED, RPC_IN_FLIGHT, RPC_LATENCY, RPC_STARTED
 
@@ -61,7 +61,7 @@ class _Call:
             await context.abort(error.code, error.reason)
         self.status = grpc.StatusCode.INTERNAL
         _log.error("rpc.internal_error", exc_info=error)
-        await context.abort(grpc.StatusCode.INTERNAL, f"internal error (request id {self.request_id})")
+        await context.abort(grpc.StatusCode.INTERNAL, internal_error_reason(self.request_id))
 
     def aborted(self, context: grpc.aio.ServicerContext) -> None:
         """The handler called ``context.abort`` itself: record the code it chose."""
