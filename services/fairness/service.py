@@ -25,6 +25,12 @@ class FairnessService(Service):
         self._config = config
         self._env = os.environ if env is None else env
         self._db: Database | None = None
+        self._store: FairnessStore | None = None
+
+    @property
+    def store(self) -> FairnessStore | None:
+        """The store once started (tests read its committer's counts and close it)."""
+        return self._store
 
     @property
     def service_names(self) -> Sequence[str]:
@@ -35,9 +41,12 @@ class FairnessService(Service):
         if self._config.migrate_on_start:
             await migrate(self._config.database_url)
         self._db = Database(self._config.database_url)
-        servicer = FairnessServicer(FairnessStore(self._db, vault))
+        self._store = FairnessStore(self._db, vault)
+        servicer = FairnessServicer(self._store)
         fairness_pb2_grpc.add_FairnessServiceServicer_to_server(servicer, server)
 
     async def close(self) -> None:
+        if self._store is not None:  # what is queued is committed; later calls are UNAVAILABLE
+            await self._store.close()
         if self._db is not None:
             await self._db.dispose()

@@ -1,8 +1,12 @@
 """The fairness service's state in the database: commitments, client seeds and the draws issued.
 
-Each operation is one short transaction. Operations on one match serialise on its commitment row
-(``SELECT ... FOR UPDATE`` on PostgreSQL; SQLite transactions are serial already), so a client seed can
-never slip in after the first draw and each draw index is issued exactly once, whatever the concurrency.
+Each operation is a unit of work in a group transaction
+(:class:`~libs.persistence.group_commit.GroupCommitter`): the operations of concurrent calls share one
+transaction and one durable commit. Operations on one match
+serialise on its commitment row (``SELECT ... FOR UPDATE`` on PostgreSQL; a committer runs its
+transactions one at a time, and SQLite's are serial anyway), and two operations in the same transaction
+see each other's writes in order, so a client seed can never slip in after the first draw and each draw
+index is issued exactly once, whatever the concurrency.
 """
 
 from __future__ import annotations
@@ -14,13 +18,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, insert, select, update
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy import Connection, func, insert, select, update
 
 from libs.fairness import derivation
 from libs.fairness.derivation import DrawKind, DrawSpec
 from libs.persistence import Database
+from libs.persistence.group_commit import GroupCommitter
 from libs.persistence.schema import fairness_client_seeds, fairness_commitments, fairness_draws
 from libs.runtime.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
 from services.fairness.seed_vault import SeedVault
@@ -31,6 +34,8 @@ STATE_FINISHED = "finished"
 MAX_SEATS = 16
 """Seats 0..15 may add client seeds; a two-player match uses 0 and 1."""
 _KEY_CACHE_SIZE = 4096
+SHUTTING_DOWN = "the fairness service is shutting down; retry on another instance"
+"""Why a call is refused (``UNAVAILABLE``) once the store is closed."""
 
 
 def wall_clock_ms() -> int:
@@ -71,19 +76,35 @@ class Revelation:
 
 
 class FairnessStore:
-    """Commit, seed, draw, finish and reveal, each durable before it returns."""
+    """Commit, seed, draw, finish and reveal, each durable before it returns.
+
+    Every operation is one synchronous unit of work run by a :class:`GroupCommitter`: the operations of
+    concurrent calls share one transaction and one durable commit (on SQLite, one trip to the
+    committer's writer thread), and an operation that fails (a refused draw, say) is run again alone so
+    that only it fails. Reads go the same way, so they see every write acknowledged before them.
+    """
 
     def __init__(self, db: Database, vault: SeedVault, now_ms: Callable[[], int] = wall_clock_ms) -> None:
-        self._db = db
         self._vault = vault
         self._now_ms = now_ms
+        self.committer = GroupCommitter(db, closed_reason=SHUTTING_DOWN)
+        """Runs every operation (its ``batches`` and ``units`` count commits and the operations they
+        held); once closed it refuses them with ``Unavailable`` and :data:`SHUTTING_DOWN`."""
         # Stream keys of matches that have drawn: they can no longer change, so they are safe to keep.
+        # Changed only on the event loop; the writer thread only reads it.
         self._keys: OrderedDict[str, bytes] = OrderedDict()
+
+    async def close(self) -> None:
+        """Commit what is queued, then stop: later calls are refused with ``Unavailable``."""
+        await self.committer.close()
 
     async def commit(self, match_id: str, idempotency_key: str) -> Commitment:
         """Create the match's server seed; a retry with the same key returns the original commitment."""
-        existing = await self._find(match_id)
-        if existing is None:
+
+        def work(conn: Connection) -> dict[str, Any]:
+            existing = _find(conn, match_id)
+            if existing is not None:
+                return existing
             seed = secrets.token_bytes(derivation.SERVER_SEED_BYTES)
             nonce, ciphertext, key_id = self._vault.seal(match_id, seed)
             row = {
@@ -97,25 +118,24 @@ class FairnessStore:
                 "committed_at_ms": self._now_ms(),
                 "finished_at_ms": None,
             }
-            try:
-                async with self._db.begin() as conn:
-                    await conn.execute(insert(fairness_commitments).values(row))
-                return _commitment(row)
-            except IntegrityError:
-                existing = await self._find(match_id)  # a concurrent Commit won the race
-                if existing is None:
-                    raise
-        if existing["idempotency_key"] == idempotency_key:
-            return _commitment(existing)
-        raise AlreadyExists(f"match {match_id} already has a commitment ({existing['commitment']})")
+            conn.execute(insert(fairness_commitments).values(row))
+            return row
+
+        # Two services committing the same match at once (PostgreSQL): the loser's insert fails, its
+        # batch is run again unit by unit, and its retry finds the winner's row.
+        made = await self.committer.run_sync(work)
+        if made["idempotency_key"] == idempotency_key:
+            return _commitment(made)
+        raise AlreadyExists(f"match {match_id} already has a commitment ({made['commitment']})")
 
     async def add_client_seed(self, match_id: str, seat: int, seed: bytes) -> dict[int, bytes]:
         """Add ``seat``'s client seed before the first draw; the same seed again changes nothing."""
         if seat >= MAX_SEATS:
             raise InvalidArgument(f"seat must be below {MAX_SEATS}, got {seat}")
-        async with self._db.begin() as conn:
-            row = await self._lock(conn, match_id)
-            seeds = await self._client_seeds(conn, match_id)
+
+        def work(conn: Connection) -> dict[int, bytes]:
+            row = _get(conn, match_id, lock=True)
+            seeds = _client_seeds(conn, match_id)
             if seeds.get(seat) == seed:
                 return seeds
             if row["state"] == STATE_FINISHED:
@@ -126,13 +146,14 @@ class FairnessStore:
                 )
             if seat in seeds:
                 raise AlreadyExists(f"seat {seat} of match {match_id} has added its client seed already")
-            await conn.execute(
+            conn.execute(
                 insert(fairness_client_seeds).values(
                     match_id=match_id, seat=seat, seed=seed, added_at_ms=self._now_ms()
                 )
             )
-        seeds[seat] = seed
-        return dict(sorted(seeds.items()))
+            return dict(sorted({**seeds, seat: seed}.items()))
+
+        return await self.committer.run_sync(work)
 
     async def draw(
         self, match_id: str, stream: str, spec: DrawSpec, index: int | None
@@ -141,29 +162,33 @@ class FairnessStore:
 
         Returns the draw and whether it was issued now.
         """
-        async with self._db.begin() as conn:
-            row = await self._lock(conn, match_id)
-            issued = await conn.scalar(
+
+        def work(conn: Connection) -> tuple[IssuedDraw, bool, bytes | None]:
+            """The draw, whether it is new, and the stream key to remember (the match's first draw)."""
+            row = _get(conn, match_id, lock=True)
+            issued = conn.scalar(
                 select(func.count())
                 .select_from(fairness_draws)
                 .where(fairness_draws.c.match_id == match_id, fairness_draws.c.stream == stream)
             )
             next_index = int(issued or 0)
             if index is not None and index < next_index:
-                recorded = await self._recorded_draw(conn, match_id, stream, index)
+                recorded = _recorded_draw(conn, match_id, stream, index)
                 if recorded.spec != spec:
                     raise FailedPrecondition(
                         f"draw {index} of stream {stream} was issued as {_describe(recorded.spec)}, "
                         f"not {_describe(spec)}"
                     )
-                return recorded, False
+                return recorded, False, None
             if row["state"] == STATE_FINISHED:
                 raise FailedPrecondition(f"match {match_id} is finished; no more draws")
             if index is not None and index > next_index:
                 raise FailedPrecondition(
                     f"draw {index} of stream {stream} cannot be issued before draw {next_index}"
                 )
-            key = await self._stream_key(conn, row)
+            key = self._keys.get(match_id)
+            if key is None:
+                key = derivation.stream_key(self._open_seed(row), match_id, _client_seeds(conn, match_id))
             draw = IssuedDraw(
                 stream=stream,
                 index=next_index,
@@ -171,7 +196,7 @@ class FairnessStore:
                 values=derivation.draw_values(key, stream, next_index, spec),
                 issued_at_ms=self._now_ms(),
             )
-            await conn.execute(
+            conn.execute(
                 insert(fairness_draws).values(
                     match_id=match_id,
                     stream=stream,
@@ -184,123 +209,76 @@ class FairnessStore:
                 )
             )
             if row["state"] == STATE_OPEN:
-                await conn.execute(
+                conn.execute(
                     update(fairness_commitments)
                     .where(fairness_commitments.c.match_id == match_id)
                     .values(state=STATE_DRAWING)
                 )
-        if row["state"] == STATE_OPEN:
+            return draw, True, key  # from here on the client seeds are fixed: the key is too
+
+        draw, issued_now, key = await self.committer.run_sync(work)
+        if key is not None:
             self._remember_key(match_id, key)
-        return draw, True
+        return draw, issued_now
 
     async def finish(self, match_id: str) -> int:
         """Mark the match finished (idempotent): no more draws, and the seed may be revealed.
 
         Returns when it finished, in Unix milliseconds.
         """
-        async with self._db.begin() as conn:
-            row = await self._lock(conn, match_id)
-            if row["state"] != STATE_FINISHED:
-                row = {**row, "state": STATE_FINISHED, "finished_at_ms": self._now_ms()}
-                await conn.execute(
-                    update(fairness_commitments)
-                    .where(fairness_commitments.c.match_id == match_id)
-                    .values(state=STATE_FINISHED, finished_at_ms=row["finished_at_ms"])
-                )
+
+        def work(conn: Connection) -> int:
+            row = _get(conn, match_id, lock=True)
+            if row["state"] == STATE_FINISHED:
+                return int(row["finished_at_ms"])
+            finished_at_ms = self._now_ms()
+            conn.execute(
+                update(fairness_commitments)
+                .where(fairness_commitments.c.match_id == match_id)
+                .values(state=STATE_FINISHED, finished_at_ms=finished_at_ms)
+            )
+            return finished_at_ms
+
+        finished_at_ms = await self.committer.run_sync(work)
         self._keys.pop(match_id, None)
-        return int(row["finished_at_ms"])
+        return finished_at_ms
 
     async def reveal(self, match_id: str) -> Revelation:
         """The seed, client seeds and every draw of a finished match."""
-        async with self._db.connect() as conn:
-            row = await self._get(conn, match_id)
+
+        def work(conn: Connection) -> tuple[dict[str, Any], dict[int, bytes], tuple[IssuedDraw, ...]]:
+            row = _get(conn, match_id)
             if row["state"] != STATE_FINISHED:
                 raise FailedPrecondition(
                     f"match {match_id} is not finished (state: {row['state']}); the seed is revealed "
                     "only after the match is finished"
                 )
-            seeds = await self._client_seeds(conn, match_id)
-            result = await conn.execute(
-                select(fairness_draws)
-                .where(fairness_draws.c.match_id == match_id)
-                .order_by(fairness_draws.c.stream, fairness_draws.c.draw_index)
-            )
+            result = conn.execute(select(fairness_draws).where(fairness_draws.c.match_id == match_id))
             # Sorted here, not by the database: the proof orders streams by code point, whatever the
             # server's collation says about "-" and ".".
             draws = tuple(sorted((_issued(r._mapping) for r in result), key=lambda d: (d.stream, d.index)))
+            return row, _client_seeds(conn, match_id), draws
+
+        row, seeds, draws = await self.committer.run_sync(work)
         return Revelation(_commitment(row), self._open_seed(row), seeds, draws)
 
     async def status(self, match_id: str) -> tuple[Commitment, dict[int, bytes], dict[str, int]]:
         """The public state of a match: commitment, client seeds and draws issued per stream."""
-        async with self._db.connect() as conn:
-            row = await self._get(conn, match_id)
-            seeds = await self._client_seeds(conn, match_id)
-            result = await conn.execute(
+
+        def work(conn: Connection) -> tuple[Commitment, dict[int, bytes], dict[str, int]]:
+            row = _get(conn, match_id)
+            result = conn.execute(
                 select(fairness_draws.c.stream, func.count())
                 .where(fairness_draws.c.match_id == match_id)
                 .group_by(fairness_draws.c.stream)
                 .order_by(fairness_draws.c.stream)
             )
             streams = {stream: int(count) for stream, count in result}
-        return _commitment(row), seeds, streams
+            return _commitment(row), _client_seeds(conn, match_id), streams
+
+        return await self.committer.run_sync(work)
 
     # -- helpers -------------------------------------------------------------------------------------
-
-    async def _find(self, match_id: str) -> dict[str, Any] | None:
-        async with self._db.connect() as conn:
-            result = await conn.execute(
-                select(fairness_commitments).where(fairness_commitments.c.match_id == match_id)
-            )
-            found = result.first()
-        return dict(found._mapping) if found else None
-
-    async def _get(self, conn: AsyncConnection, match_id: str, *, lock: bool = False) -> dict[str, Any]:
-        query = select(fairness_commitments).where(fairness_commitments.c.match_id == match_id)
-        if lock:
-            query = query.with_for_update()
-        found = (await conn.execute(query)).first()
-        if found is None:
-            raise NotFound(f"match {match_id} has no commitment")
-        return dict(found._mapping)
-
-    async def _lock(self, conn: AsyncConnection, match_id: str) -> dict[str, Any]:
-        return await self._get(conn, match_id, lock=True)
-
-    async def _client_seeds(self, conn: AsyncConnection, match_id: str) -> dict[int, bytes]:
-        result = await conn.execute(
-            select(fairness_client_seeds.c.seat, fairness_client_seeds.c.seed)
-            .where(fairness_client_seeds.c.match_id == match_id)
-            .order_by(fairness_client_seeds.c.seat)
-        )
-        return {int(seat): bytes(seed) for seat, seed in result}
-
-    async def _recorded_draw(
-        self, conn: AsyncConnection, match_id: str, stream: str, index: int
-    ) -> IssuedDraw:
-        found = (
-            await conn.execute(
-                select(fairness_draws).where(
-                    fairness_draws.c.match_id == match_id,
-                    fairness_draws.c.stream == stream,
-                    fairness_draws.c.draw_index == index,
-                )
-            )
-        ).first()
-        if found is None:  # indices are dense, so this means the log was tampered with
-            raise RuntimeError(f"draw {index} of stream {stream} in match {match_id} is missing")
-        return _issued(found._mapping)
-
-    async def _stream_key(self, conn: AsyncConnection, row: dict[str, Any]) -> bytes:
-        match_id: str = row["match_id"]
-        cached = self._keys.get(match_id)
-        if cached is not None:
-            self._keys.move_to_end(match_id)
-            return cached
-        seeds = await self._client_seeds(conn, match_id)
-        key = derivation.stream_key(self._open_seed(row), match_id, seeds)
-        if row["state"] == STATE_DRAWING:
-            self._remember_key(match_id, key)
-        return key
 
     def _remember_key(self, match_id: str, key: bytes) -> None:
         self._keys[match_id] = key
@@ -312,6 +290,48 @@ class FairnessStore:
         return self._vault.open(
             row["match_id"], bytes(row["seed_nonce"]), bytes(row["seed_ciphertext"]), row["seed_key_id"]
         )
+
+
+# -- statements (run in a unit of work, on the committer's connection) ------------------------------------
+
+
+def _find(conn: Connection, match_id: str) -> dict[str, Any] | None:
+    query = select(fairness_commitments).where(fairness_commitments.c.match_id == match_id)
+    found = conn.execute(query).first()
+    return dict(found._mapping) if found else None
+
+
+def _get(conn: Connection, match_id: str, *, lock: bool = False) -> dict[str, Any]:
+    """The match's commitment row (locked for the transaction with ``lock``, on PostgreSQL)."""
+    query = select(fairness_commitments).where(fairness_commitments.c.match_id == match_id)
+    if lock:
+        query = query.with_for_update()
+    found = conn.execute(query).first()
+    if found is None:
+        raise NotFound(f"match {match_id} has no commitment")
+    return dict(found._mapping)
+
+
+def _client_seeds(conn: Connection, match_id: str) -> dict[int, bytes]:
+    result = conn.execute(
+        select(fairness_client_seeds.c.seat, fairness_client_seeds.c.seed)
+        .where(fairness_client_seeds.c.match_id == match_id)
+        .order_by(fairness_client_seeds.c.seat)
+    )
+    return {int(seat): bytes(seed) for seat, seed in result}
+
+
+def _recorded_draw(conn: Connection, match_id: str, stream: str, index: int) -> IssuedDraw:
+    found = conn.execute(
+        select(fairness_draws).where(
+            fairness_draws.c.match_id == match_id,
+            fairness_draws.c.stream == stream,
+            fairness_draws.c.draw_index == index,
+        )
+    ).first()
+    if found is None:  # indices are dense, so this means the log was tampered with
+        raise RuntimeError(f"draw {index} of stream {stream} in match {match_id} is missing")
+    return _issued(found._mapping)
 
 
 def _commitment(row: dict[str, Any]) -> Commitment:

@@ -21,6 +21,7 @@ from libs.persistence import Database
 from libs.persistence.schema import fairness_client_seeds, fairness_commitments, fairness_draws
 from libs.runtime import RunningServer
 from services.fairness.service import FairnessService
+from services.fairness.store import FairnessStore
 from tests.support import ServiceProcess, start_in_process
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -350,3 +351,85 @@ async def _kill_and_restart(tmp_path: Path) -> None:
             revealed = await stub.Reveal(pb.RevealRequest(match_id="k9"))
         assert list(revealed.draws) == acknowledged
         assert verify(Proof.from_json(revealed.proof_json)).ok
+
+
+def _store(server: RunningServer) -> FairnessStore:
+    service = cast(FairnessService, server.service)
+    assert service.store is not None
+    return service.store
+
+
+async def test_concurrent_calls_share_commits_and_each_is_durable_when_answered(
+    server: RunningServer, stub: Stub, database_url: str
+) -> None:
+    """Calls that arrive while a commit is in flight share the next one (group commit): fewer commits
+    than calls, and every answered draw is in the database with the values it was answered with."""
+    matches = [f"g-{n}" for n in range(8)]
+    await asyncio.gather(*(stub.Commit(pb.CommitRequest(match_id=m, idempotency_key="k")) for m in matches))
+    committer = _store(server).committer
+    before_batches, before_units = committer.batches, committer.units
+    replies = await asyncio.gather(*(stub.Draw(dice(m, count=1)) for m in matches for _ in range(5)))
+    assert committer.units - before_units == 40
+    assert committer.batches - before_batches < 40
+    for match_id in matches:
+        stored = (await _stored(database_url, match_id))["fairness_draws"]
+        answered = sorted(
+            (r.draw.index, list(r.draw.values))
+            for r, m in zip(replies, [m for m in matches for _ in range(5)], strict=True)
+            if m == match_id
+        )
+        assert [i for i, _ in answered] == list(range(5))
+        # Each row: match_id, stream, draw_index, kind, count, bound, draw_values, issued_at_ms.
+        assert sorted((cast(int, row[2]), list(cast(list[int], row[6]))) for row in stored) == answered
+        revealed = await _revealed(stub, match_id)
+        assert [(d.index, list(d.values)) for d in revealed.draws] == answered
+
+
+async def test_a_refused_call_fails_alone_in_a_shared_commit(stub: Stub, database_url: str) -> None:
+    """A refused call (a draw after the finish, a client seed after the first draw, an unknown match)
+    that shares a transaction with accepted ones fails alone, with its reason; the others are kept."""
+    for match_id in ("ok", "seeded", "finished", "drawn"):
+        await stub.Commit(pb.CommitRequest(match_id=match_id, idempotency_key="k"))
+    await stub.Finish(pb.FinishRequest(match_id="finished"))
+    await stub.Draw(dice("drawn"))
+    calls = [
+        stub.Draw(dice("ok", count=1)),
+        stub.Draw(dice("finished")),
+        stub.AddClientSeed(pb.AddClientSeedRequest(match_id="seeded", seat=0, client_seed=b"seed-0")),
+        stub.AddClientSeed(pb.AddClientSeedRequest(match_id="drawn", seat=1, client_seed=b"late")),
+        stub.Draw(dice("nowhere")),
+        stub.Draw(dice("ok", count=1)),
+    ]
+    results = await asyncio.gather(*calls, return_exceptions=True)
+    refused = {
+        n: (r.code(), r.details()) for n, r in enumerate(results) if isinstance(r, grpc.aio.AioRpcError)
+    }
+    assert sorted(refused) == [1, 3, 4]
+    assert refused[1] == (grpc.StatusCode.FAILED_PRECONDITION, "match finished is finished; no more draws")
+    assert refused[3][0] == grpc.StatusCode.FAILED_PRECONDITION
+    assert "has drawn already" in str(refused[3][1])
+    assert refused[4] == (grpc.StatusCode.NOT_FOUND, "match nowhere has no commitment")
+    ok = await _status(stub, "ok")
+    assert [(s.stream, s.draws_issued) for s in ok.streams] == [("dice", 2)]
+    assert [(s.seat, s.seed) for s in (await _status(stub, "seeded")).client_seeds] == [(0, b"seed-0")]
+    stored = await _stored(database_url, "drawn")
+    assert stored["fairness_client_seeds"] == []
+    assert len(stored["fairness_draws"]) == 1
+
+
+async def test_a_call_after_the_store_closed_is_unavailable_and_changes_nothing(
+    server: RunningServer, stub: Stub, database_url: str
+) -> None:
+    """Shutting down closes the store's committer: a call after that is refused UNAVAILABLE with a
+    reason (the caller retries on another instance), not INTERNAL, and changes nothing."""
+    await stub.Commit(pb.CommitRequest(match_id="kept", idempotency_key="k"))
+    await _store(server).close()
+    calls = [
+        stub.Commit(pb.CommitRequest(match_id="late", idempotency_key="k")),
+        stub.Draw(dice("kept")),
+        stub.GetCommitment(pb.GetCommitmentRequest(match_id="kept")),
+    ]
+    for call in calls:
+        await _refused(call, grpc.StatusCode.UNAVAILABLE, "shutting down")
+    assert (await _stored(database_url, "late"))["fairness_commitments"] == []
+    assert (await _stored(database_url, "kept"))["fairness_draws"] == []
