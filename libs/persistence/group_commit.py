@@ -101,6 +101,18 @@ class GroupCommitter:
         result: T = await self._enqueue(_Unit(None, self._future(), sync_work=work))
         return result
 
+    async def read(self, work: Callable[[Connection], T]) -> T:
+        """Run the synchronous, read-only ``work(connection)`` and return its result; it sees every write
+        committed before it was called. On SQLite it joins the next group transaction (one trip to the
+        writer thread, which holds the process's connections to the file one at a time anyway, instead
+        of several through the async driver); elsewhere, and once the committer is closed (reads are
+        not refused while the database is open), on a connection of its own, beside the writes."""
+        if self._db.is_sqlite and not self._closed:
+            return await self.run_sync(work)
+        async with self._db.connect() as conn:
+            result: T = await conn.run_sync(work)
+        return result
+
     async def insert(self, rows: tuple[Row, ...], work: SyncWork | None = None) -> None:
         """Insert ``rows`` (each a table and its values), then run the synchronous ``work`` if given, in
         the next group transaction; return once committed. Rows of one table from the whole batch share

@@ -78,10 +78,11 @@ class Revelation:
 class FairnessStore:
     """Commit, seed, draw, finish and reveal, each durable before it returns.
 
-    Every operation is one synchronous unit of work run by a :class:`GroupCommitter`: the operations of
-    concurrent calls share one transaction and one durable commit (on SQLite, one trip to the
-    committer's writer thread), and an operation that fails (a refused draw, say) is run again alone so
-    that only it fails. Reads go the same way, so they see every write acknowledged before them.
+        Every operation is one synchronous unit of work run by a :class:`GroupCommitter`: the operations of
+        concurrent calls share one transaction and one durable commit (on SQLite, one trip to the
+        committer's writer thread), and an operation that fails (a refused draw, say) is run again alone so
+        that only it fails. Reads go through it too (:meth:`GroupCommitter.read`: on SQLite in the next
+    batch, elsewhere on a connection of their own), and see every write acknowledged before them.
     """
 
     def __init__(self, db: Database, vault: SeedVault, now_ms: Callable[[], int] = wall_clock_ms) -> None:
@@ -89,7 +90,7 @@ class FairnessStore:
         self._now_ms = now_ms
         self.committer = GroupCommitter(db, closed_reason=SHUTTING_DOWN)
         """Runs every operation (its ``batches`` and ``units`` count commits and the operations they
-        held); once closed it refuses them with ``Unavailable`` and :data:`SHUTTING_DOWN`."""
+        held); once closed it refuses changes with ``Unavailable`` and :data:`SHUTTING_DOWN`."""
         # Stream keys of matches that have drawn: they can no longer change, so they are safe to keep.
         # Changed only on the event loop; the writer thread only reads it.
         self._keys: OrderedDict[str, bytes] = OrderedDict()
@@ -259,7 +260,7 @@ class FairnessStore:
             draws = tuple(sorted((_issued(r._mapping) for r in result), key=lambda d: (d.stream, d.index)))
             return row, _client_seeds(conn, match_id), draws
 
-        row, seeds, draws = await self.committer.run_sync(work)
+        row, seeds, draws = await self.committer.read(work)
         return Revelation(_commitment(row), self._open_seed(row), seeds, draws)
 
     async def status(self, match_id: str) -> tuple[Commitment, dict[int, bytes], dict[str, int]]:
@@ -276,7 +277,7 @@ class FairnessStore:
             streams = {stream: int(count) for stream, count in result}
             return _commitment(row), _client_seeds(conn, match_id), streams
 
-        return await self.committer.run_sync(work)
+        return await self.committer.read(work)
 
     # -- helpers -------------------------------------------------------------------------------------
 

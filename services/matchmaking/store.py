@@ -9,18 +9,20 @@ durable commit, and each call returns only once the commit holding its write has
 of work that only reads and writes the database (so the committer may run it again, alone, after a
 rollback: a refusal raised by one unit fails that unit only); whatever else a call does (events, memory)
 happens after its unit is committed. The units of one transaction run one after another, each seeing the
-writes of those before it, exactly as if each had a transaction of its own in that order.
+writes of those before it, exactly as if each had a transaction of its own in that order. Units and
+reads are synchronous statements: on SQLite a batch is one trip to the committer's writer thread, and
+reads join the batches there (:meth:`GroupCommitter.read`) instead of making several trips each through
+the async driver; on PostgreSQL reads run on a pooled connection of their own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from sqlalchemy import bindparam, delete, func, insert, select, update
+from sqlalchemy import Connection, bindparam, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from libs.persistence import Database
 from libs.persistence.group_commit import GroupCommitter
@@ -62,29 +64,32 @@ class MatchmakingStore:
         """Commit the writes queued, then stop the writer: later writes are refused with ``Unavailable``."""
         await self.committer.close()
 
-    async def _write(self, work: Callable[[AsyncConnection], Awaitable[T]]) -> T:
+    async def _write(self, work: Callable[[Connection], T]) -> T:
         """``work(connection)`` in the next group transaction; its result once that is committed."""
-        return await self.committer.run(work)
+        return await self.committer.run_sync(work)
+
+    async def _read(self, work: Callable[[Connection], T]) -> T:
+        """``work(connection)``, reads only (:meth:`GroupCommitter.read`)."""
+        return await self.committer.read(work)
 
     # -- tables --------------------------------------------------------------------------------------
 
     async def create_table(self, row: dict[str, Any]) -> dict[str, Any]:
         """Open a table (the creator becomes busy with it); the same creator and key return the original."""
-        async with self._db.connect() as conn:
-            found = (
-                await conn.execute(
-                    select(mm_tables).where(
-                        mm_tables.c.creator_id == row["creator_id"],
-                        mm_tables.c.idempotency_key == row["idempotency_key"],
-                    )
+        found = await self._read(
+            lambda conn: conn.execute(
+                select(mm_tables).where(
+                    mm_tables.c.creator_id == row["creator_id"],
+                    mm_tables.c.idempotency_key == row["idempotency_key"],
                 )
             ).first()
+        )
         if found is not None:
             return dict(found._mapping)
 
-        async def work(conn: AsyncConnection) -> None:
-            await self._busy(conn, row["creator_id"], "table", row["table_id"], row["created_at_ms"])
-            await conn.execute(insert(mm_tables).values(row))
+        def work(conn: Connection) -> None:
+            self._busy(conn, row["creator_id"], "table", row["table_id"], row["created_at_ms"])
+            conn.execute(insert(mm_tables).values(row))
 
         try:
             await self._write(work)
@@ -93,8 +98,9 @@ class MatchmakingStore:
         return row
 
     async def table(self, table_id: str) -> dict[str, Any]:
-        async with self._db.connect() as conn:
-            found = (await conn.execute(select(mm_tables).where(mm_tables.c.table_id == table_id))).first()
+        found = await self._read(
+            lambda conn: conn.execute(select(mm_tables).where(mm_tables.c.table_id == table_id)).first()
+        )
         if found is None:
             raise NotFound(f"no table {table_id}")
         return dict(found._mapping)
@@ -112,38 +118,41 @@ class MatchmakingStore:
             query = query.where(mm_tables.c.entry_fee_minor <= max_fee)
         if currency:
             query = query.where(mm_tables.c.currency == currency)
-        async with self._db.connect() as conn:
-            return [dict(r._mapping) for r in await conn.execute(query.order_by(mm_tables.c.created_at_ms))]
+        query = query.order_by(mm_tables.c.created_at_ms)
+        return await self._read(lambda conn: [dict(r._mapping) for r in conn.execute(query)])
 
     async def check_join(self, table_id: str, player_id: str) -> dict[str, Any]:
         """The table ``player_id`` may join, or the reason they may not (``NotFound`` or
         ``FailedPrecondition``): run before a match id is minted or fairness is asked for a commitment, so
         a refused join leaves nothing behind. :meth:`join_table` checks again in its transaction."""
-        async with self._db.connect() as conn:
-            table = await self._joinable(conn, table_id, player_id)
-            await self._check_free(conn, player_id)
-        return dict(table._mapping)
+
+        def read(conn: Connection) -> dict[str, Any]:
+            table = self._joinable(conn, table_id, player_id)
+            self._check_free(conn, player_id)
+            return dict(table._mapping)
+
+        return await self._read(read)
 
     async def join_table(self, table_id: str, player_id: str, match: dict[str, Any]) -> dict[str, Any]:
         """Take the free seat: exactly one of several concurrent joiners wins; the match row is written.
         The table as the join left it."""
 
-        async def work(conn: AsyncConnection) -> dict[str, Any]:
-            table = await self._joinable(conn, table_id, player_id)
-            await self._busy(conn, player_id, "match", match["match_id"], match["created_at_ms"])
-            taken = await conn.execute(
+        def work(conn: Connection) -> dict[str, Any]:
+            table = self._joinable(conn, table_id, player_id)
+            self._busy(conn, player_id, "match", match["match_id"], match["created_at_ms"])
+            taken = conn.execute(
                 update(mm_tables)
                 .where(mm_tables.c.table_id == table_id, mm_tables.c.status == "open")
                 .values(status="starting", joiner_id=player_id, match_id=match["match_id"])
             )
             if taken.rowcount != 1:
                 raise FailedPrecondition(f"table {table_id} was just taken by someone else")
-            await conn.execute(
+            conn.execute(
                 update(mm_activity)
                 .where(mm_activity.c.player_id == table.creator_id)
                 .values(kind="match", ref=match["match_id"])
             )
-            await conn.execute(insert(mm_matches).values(match))
+            conn.execute(insert(mm_matches).values(match))
             return {
                 **table._mapping,
                 "status": "starting",
@@ -157,8 +166,8 @@ class MatchmakingStore:
             raise FailedPrecondition(f"table {table_id} was just taken by someone else") from None
 
     @staticmethod
-    async def _joinable(conn: AsyncConnection, table_id: str, player_id: str) -> Any:
-        table = (await conn.execute(select(mm_tables).where(mm_tables.c.table_id == table_id))).first()
+    def _joinable(conn: Connection, table_id: str, player_id: str) -> Any:
+        table = (conn.execute(select(mm_tables).where(mm_tables.c.table_id == table_id))).first()
         if table is None:
             raise NotFound(f"no table {table_id}")
         if table.creator_id == player_id:
@@ -170,20 +179,20 @@ class MatchmakingStore:
     async def cancel_table(self, table_id: str, player_id: str) -> dict[str, Any]:
         """The creator leaves their open table; the table as that left it."""
 
-        async def work(conn: AsyncConnection) -> dict[str, Any]:
-            table = (await conn.execute(select(mm_tables).where(mm_tables.c.table_id == table_id))).first()
+        def work(conn: Connection) -> dict[str, Any]:
+            table = (conn.execute(select(mm_tables).where(mm_tables.c.table_id == table_id))).first()
             if table is None:
                 raise NotFound(f"no table {table_id}")
             if table.creator_id != player_id:
                 raise FailedPrecondition("only the player at an open table can leave it")
-            cancelled = await conn.execute(
+            cancelled = conn.execute(
                 update(mm_tables)
                 .where(mm_tables.c.table_id == table_id, mm_tables.c.status == "open")
                 .values(status="cancelled")
             )
             if cancelled.rowcount != 1:
                 raise FailedPrecondition(f"table {table_id} has filled already; its match is on")
-            await conn.execute(
+            conn.execute(
                 delete(mm_activity).where(mm_activity.c.player_id == player_id, mm_activity.c.ref == table_id)
             )
             return {**table._mapping, "status": "cancelled"}
@@ -193,16 +202,16 @@ class MatchmakingStore:
     # -- the queue -----------------------------------------------------------------------------------
 
     async def enter_queue(self, row: dict[str, Any]) -> None:
-        async def work(conn: AsyncConnection) -> None:
-            await self._busy(conn, row["player_id"], "queue", row["pool"], row["entered_at_ms"])
-            await conn.execute(insert(mm_queue).values(row))
+        def work(conn: Connection) -> None:
+            self._busy(conn, row["player_id"], "queue", row["pool"], row["entered_at_ms"])
+            conn.execute(insert(mm_queue).values(row))
 
         await self._write(work)
 
     async def leave_queue(self, player_id: str) -> bool:
-        async def work(conn: AsyncConnection) -> bool:
-            left = await conn.execute(delete(mm_queue).where(mm_queue.c.player_id == player_id))
-            await conn.execute(
+        def work(conn: Connection) -> bool:
+            left = conn.execute(delete(mm_queue).where(mm_queue.c.player_id == player_id))
+            conn.execute(
                 delete(mm_activity).where(mm_activity.c.player_id == player_id, mm_activity.c.kind == "queue")
             )
             return bool(left.rowcount)
@@ -210,16 +219,12 @@ class MatchmakingStore:
         return await self._write(work)
 
     async def queued(self) -> list[dict[str, Any]]:
-        async with self._db.connect() as conn:
-            return [dict(r._mapping) for r in await conn.execute(select(mm_queue))]
+        return await self._read(lambda conn: [dict(r._mapping) for r in conn.execute(select(mm_queue))])
 
     async def still_queued(self, player_ids: list[str]) -> set[str]:
         """Which of ``player_ids`` still have their queue entry."""
-        async with self._db.connect() as conn:
-            rows = await conn.execute(
-                select(mm_queue.c.player_id).where(mm_queue.c.player_id.in_(player_ids))
-            )
-            return {row.player_id for row in rows}
+        query = select(mm_queue.c.player_id).where(mm_queue.c.player_id.in_(player_ids))
+        return await self._read(lambda conn: {row.player_id for row in conn.execute(query)})
 
     async def pair(self, first: str, second: str, match: dict[str, Any]) -> bool:
         """Take both players out of the queue into a new match, or neither (one left meanwhile)."""
@@ -233,8 +238,8 @@ class MatchmakingStore:
         nothing to leave.)"""
         players = [player for first, second, _ in pairs for player in (first, second)]
 
-        async def work(conn: AsyncConnection) -> list[bool]:
-            rows = await conn.execute(
+        def work(conn: Connection) -> list[bool]:
+            rows = conn.execute(
                 select(mm_queue.c.player_id).where(mm_queue.c.player_id.in_(players)).with_for_update()
             )
             present = {row.player_id for row in rows}
@@ -243,10 +248,10 @@ class MatchmakingStore:
             if not chosen:
                 return made
             taking = [player for first, second, _ in chosen for player in (first, second)]
-            taken = await conn.execute(delete(mm_queue).where(mm_queue.c.player_id.in_(taking)))
+            taken = conn.execute(delete(mm_queue).where(mm_queue.c.player_id.in_(taking)))
             if taken.rowcount != len(taking):  # impossible under the lock; never make half a pairing
                 raise RuntimeError(f"took {taken.rowcount} queue rows for {len(taking)} players")
-            await conn.execute(
+            conn.execute(
                 update(mm_activity)
                 .where(mm_activity.c.player_id == bindparam("who"))
                 .values(kind="match", ref=bindparam("match_id")),
@@ -256,7 +261,7 @@ class MatchmakingStore:
                     for p in (first, second)
                 ],
             )
-            await conn.execute(insert(mm_matches), [match for _, _, match in chosen])
+            conn.execute(insert(mm_matches), [match for _, _, match in chosen])
             return made
 
         return await self._write(work)
@@ -264,9 +269,8 @@ class MatchmakingStore:
     # -- matches -------------------------------------------------------------------------------------
 
     async def matches_starting(self) -> list[dict[str, Any]]:
-        async with self._db.connect() as conn:
-            rows = await conn.execute(select(mm_matches).where(mm_matches.c.status == "starting"))
-            return [dict(r._mapping) for r in rows]
+        query = select(mm_matches).where(mm_matches.c.status == "starting")
+        return await self._read(lambda conn: [dict(r._mapping) for r in conn.execute(query)])
 
     async def mark_playing(self, match: dict[str, Any]) -> None:
         await self.mark_playing_many([match])
@@ -275,8 +279,8 @@ class MatchmakingStore:
         """The matches exist on their rules shards now: they (and their tables) are ``playing``."""
         tables = [match["table_id"] for match in matches if match["table_id"]]
 
-        async def work(conn: AsyncConnection) -> None:
-            await conn.execute(
+        def work(conn: Connection) -> None:
+            conn.execute(
                 update(mm_matches)
                 .where(
                     mm_matches.c.match_id.in_([m["match_id"] for m in matches]),
@@ -285,7 +289,7 @@ class MatchmakingStore:
                 .values(status="playing")
             )
             if tables:
-                await conn.execute(
+                conn.execute(
                     update(mm_tables)
                     .where(mm_tables.c.table_id.in_(tables), mm_tables.c.status == "starting")
                     .values(status="playing")
@@ -298,11 +302,9 @@ class MatchmakingStore:
     ) -> tuple[dict[str, Any], list[RatingChange]] | None:
         """Close the match, free both players and update both ratings; ``None`` if recorded before."""
 
-        async def work(conn: AsyncConnection) -> tuple[dict[str, Any], list[RatingChange]] | None:
+        def work(conn: Connection) -> tuple[dict[str, Any], list[RatingChange]] | None:
             found = (
-                await conn.execute(
-                    select(mm_matches).where(mm_matches.c.match_id == match_id).with_for_update()
-                )
+                conn.execute(select(mm_matches).where(mm_matches.c.match_id == match_id).with_for_update())
             ).first()
             if found is None:
                 raise NotFound(f"matchmaking knows no match {match_id}")
@@ -310,51 +312,51 @@ class MatchmakingStore:
             if match["result"] is not None:
                 return None
             status = "aborted" if aborted else "finished"
-            await conn.execute(
+            conn.execute(
                 update(mm_matches)
                 .where(mm_matches.c.match_id == match_id)
                 .values(result=result, status=status, ended_at_ms=now_ms)
             )
             if match["table_id"]:
-                await conn.execute(
+                conn.execute(
                     update(mm_tables).where(mm_tables.c.table_id == match["table_id"]).values(status=status)
                 )
             players = [match["player0"], match["player1"]]
-            await conn.execute(
+            conn.execute(
                 delete(mm_activity).where(mm_activity.c.player_id.in_(players), mm_activity.c.ref == match_id)
             )
             changes: list[RatingChange] = []
             if not aborted:
-                changes = await self._rate(conn, match, winner, now_ms)
+                changes = self._rate(conn, match, winner, now_ms)
             return match, changes
 
         return await self._write(work)
 
-    async def _rate(
-        self, conn: AsyncConnection, match: dict[str, Any], winner: int | None, now_ms: int
+    def _rate(
+        self, conn: Connection, match: dict[str, Any], winner: int | None, now_ms: int
     ) -> list[RatingChange]:
         family = match["family"]
         players = (match["player0"], match["player1"])
-        before = [await self._rating(conn, p, family, lock=True) for p in players]
+        before = [self._rating(conn, p, family, lock=True) for p in players]
         score0 = 0.5 if winner is None else (1.0 if winner == 0 else 0.0)
         after = rate(before[0], before[1], score0)
         changes = []
         for player, old, new in zip(players, before, after, strict=True):
-            exists = await conn.scalar(
+            exists = conn.scalar(
                 select(func.count())
                 .select_from(mm_ratings)
                 .where(mm_ratings.c.player_id == player, mm_ratings.c.family == family)
             )
             values = {"rating": new.rating, "games": new.games, "peak": new.peak}
             if exists:
-                await conn.execute(
+                conn.execute(
                     update(mm_ratings)
                     .where(mm_ratings.c.player_id == player, mm_ratings.c.family == family)
                     .values(values)
                 )
             else:
-                await conn.execute(insert(mm_ratings).values(player_id=player, family=family, **values))
-            await conn.execute(
+                conn.execute(insert(mm_ratings).values(player_id=player, family=family, **values))
+            conn.execute(
                 insert(mm_rating_changes).values(
                     match_id=match["match_id"],
                     player_id=player,
@@ -370,31 +372,31 @@ class MatchmakingStore:
     # -- ratings and history -------------------------------------------------------------------------
 
     async def rating(self, player_id: str, family: str) -> PlayerRating:
-        async with self._db.connect() as conn:
-            return await self._rating(conn, player_id, family)
+        return await self._read(lambda conn: self._rating(conn, player_id, family))
 
-    async def _rating(
-        self, conn: AsyncConnection, player_id: str, family: str, lock: bool = False
-    ) -> PlayerRating:
+    def _rating(self, conn: Connection, player_id: str, family: str, lock: bool = False) -> PlayerRating:
         query = select(mm_ratings).where(mm_ratings.c.player_id == player_id, mm_ratings.c.family == family)
         if lock:
             query = query.with_for_update()
-        found = (await conn.execute(query)).first()
+        found = (conn.execute(query)).first()
         if found is None:
             return PlayerRating(INITIAL_RATING, 0)
         return PlayerRating(found.rating, found.games, found.peak)
 
     async def ratings(self, player_id: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        async with self._db.connect() as conn:
-            current = await conn.execute(
+
+        def read(conn: Connection) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+            current = conn.execute(
                 select(mm_ratings).where(mm_ratings.c.player_id == player_id).order_by(mm_ratings.c.family)
             )
-            history = await conn.execute(
+            history = conn.execute(
                 select(mm_rating_changes)
                 .where(mm_rating_changes.c.player_id == player_id)
                 .order_by(mm_rating_changes.c.at_ms, mm_rating_changes.c.match_id)
             )
             return [dict(r._mapping) for r in current], [dict(r._mapping) for r in history]
+
+        return await self._read(read)
 
     async def matches_of(self, player_id: str, family: str) -> list[dict[str, Any]]:
         query = select(mm_matches).where(
@@ -402,32 +404,30 @@ class MatchmakingStore:
         )
         if family:
             query = query.where(mm_matches.c.family == family)
-        async with self._db.connect() as conn:
+
+        def read(conn: Connection) -> tuple[list[dict[str, Any]], dict[str, tuple[int, int]]]:
             matches = [
-                dict(r._mapping)
-                for r in await conn.execute(query.order_by(mm_matches.c.created_at_ms.desc()))
+                dict(r._mapping) for r in conn.execute(query.order_by(mm_matches.c.created_at_ms.desc()))
             ]
-            changes = await conn.execute(
+            changes = conn.execute(
                 select(mm_rating_changes).where(mm_rating_changes.c.player_id == player_id)
             )
-            by_match = {c.match_id: (c.before, c.after) for c in changes}
+            return matches, {c.match_id: (c.before, c.after) for c in changes}
+
+        matches, by_match = await self._read(read)
         for match in matches:
             match["rating_change"] = by_match.get(match["match_id"])
         return matches
 
     # -- helpers -------------------------------------------------------------------------------------
 
-    async def _busy(self, conn: AsyncConnection, player_id: str, kind: str, ref: str, now_ms: int) -> None:
-        await self._check_free(conn, player_id)
-        await conn.execute(
-            insert(mm_activity).values(player_id=player_id, kind=kind, ref=ref, since_ms=now_ms)
-        )
+    def _busy(self, conn: Connection, player_id: str, kind: str, ref: str, now_ms: int) -> None:
+        self._check_free(conn, player_id)
+        conn.execute(insert(mm_activity).values(player_id=player_id, kind=kind, ref=ref, since_ms=now_ms))
 
     @staticmethod
-    async def _check_free(conn: AsyncConnection, player_id: str) -> None:
-        current = (
-            await conn.execute(select(mm_activity).where(mm_activity.c.player_id == player_id))
-        ).first()
+    def _check_free(conn: Connection, player_id: str) -> None:
+        current = (conn.execute(select(mm_activity).where(mm_activity.c.player_id == player_id))).first()
         if current is not None:
             doing = {"table": "waiting at table", "queue": "in the queue", "match": "playing match"}[
                 current.kind

@@ -276,3 +276,38 @@ async def test_a_write_does_not_meet_a_read_in_sqlites_busy_handler(
     await committer.close()
     await db.dispose()
     assert await _count(migrated_url) == 1
+
+
+async def test_a_read_sees_every_write_committed_before_it_and_writes_nothing(migrated_url: str) -> None:
+    """``read``: SQLite runs it in the writer thread's next batch (one trip, beside the writes queued
+    with it); PostgreSQL on a pooled connection of its own, outside the committer's batches. Either way
+    it sees what was committed before it was called, and it still reads once the committer is closed."""
+    db = Database(migrated_url)
+    committer = GroupCommitter(db)
+    threads: list[str] = []
+
+    def count(conn: Connection) -> int:
+        threads.append(threading.current_thread().name)
+        return int(conn.scalar(select(func.count()).select_from(clock_timers)) or 0)
+
+    await asyncio.gather(*(committer.run_sync(_insert_sync(f"r{i}")) for i in range(10)))
+    units, batches = committer.units, committer.batches
+    assert await committer.read(count) == 10
+    # A read queued with writes: it runs after those queued before it, before those queued after it.
+    first = asyncio.ensure_future(committer.run_sync(_insert_sync("before")))
+    reading = asyncio.ensure_future(committer.read(count))
+    after = asyncio.ensure_future(committer.run_sync(_insert_sync("after")))
+    await asyncio.gather(first, after)
+    seen = await reading
+    if db.is_sqlite:
+        assert seen == 11
+        assert committer.units == units + 4  # both reads were units of a batch
+        assert {name.split("_")[0] for name in threads} == {"sqlite-writer"}
+    else:
+        assert seen in (10, 11, 12)  # beside the batches, at once
+        assert committer.units == units + 2
+        assert committer.batches > batches
+    await committer.close()
+    assert await committer.read(count) == 12  # a closed committer refuses writes, not reads
+    await db.dispose()
+    assert await _count(migrated_url) == 12

@@ -427,9 +427,11 @@ async def test_a_call_after_the_store_closed_is_unavailable_and_changes_nothing(
     calls = [
         stub.Commit(pb.CommitRequest(match_id="late", idempotency_key="k")),
         stub.Draw(dice("kept")),
-        stub.GetCommitment(pb.GetCommitmentRequest(match_id="kept")),
+        stub.Finish(pb.FinishRequest(match_id="kept")),
     ]
     for call in calls:
         await _refused(call, grpc.StatusCode.UNAVAILABLE, "shutting down")
     assert (await _stored(database_url, "late"))["fairness_commitments"] == []
-    assert (await _stored(database_url, "kept"))["fairness_draws"] == []
+    kept = await _stored(database_url, "kept")
+    assert kept["fairness_draws"] == []
+    assert [row[6] for row in kept["fairness_commitments"]] == ["open"]  # state; not finished
