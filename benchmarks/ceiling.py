@@ -18,6 +18,10 @@ The figures are upper bounds for each shape on this machine: the real platform a
 the rules engine, views, clocks, tokens and admission on top. Issue #8's target (a quarter of the
 yardstick with 500 matches) is read against them in docs/performance.md.
 
+Last, the streamed shape paced (:data:`PACED_THINK_MS` of think time before each move): its latency from
+the mover's write to the opponent's read and the machine's CPU at about the rate of ``platform_load``'s
+phase 3, so the half-rate latency target can be read against what the message path alone costs there.
+
 Run alone: ``python -m benchmarks ceiling``.
 """
 
@@ -26,21 +30,29 @@ from __future__ import annotations
 import asyncio
 import collections
 import itertools
+import os
+import random
 import struct
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
 
 from benchmarks.grpc_baseline import baseline_rate
+from benchmarks.support import machine_cpu, percentile
 from libs.runtime import eventloop
 from tests.support import free_port
 
 MATCHES = 500
 SECONDS = 10.0
 WARM_UP_S = 3.0
+PACED_THINK_MS = 800.0
+"""The paced run's think time: with 500 matches about 600 actions per second, about half of what the
+platform reaches at full load on this machine (``platform_load`` phase 3's rate), so the relay's latency
+at that rate can be read beside the platform's."""
 UPDATE_BYTES = 1500
 """About the size of a chess ``MatchUpdate`` in the middlegame (view, legal moves, clocks)."""
 _SUBMIT = "/ceiling.Relay/Submit"
@@ -48,6 +60,18 @@ _WATCH = "/ceiling.Relay/Watch"
 _PLAY = "/ceiling.Relay/Play"
 _EXCHANGE = "/ceiling.Relay/Exchange"
 SHAPES = ("unary", "streamed")
+
+
+@dataclass
+class Window:
+    """What a paced run measured in its window."""
+
+    to_opponent: list[float] = field(default_factory=list)
+    """Each action's time from the mover's write to the opponent's read, in seconds."""
+    busy_cores: float = 0.0
+    """The whole machine's busy CPU over the window, in cores (every process, not only the relay's)."""
+    stolen_cores: float = 0.0
+    """CPU the hypervisor gave to other guests while this one wanted it, over the window, in cores."""
 
 
 def _identity(payload: bytes) -> bytes:
@@ -220,8 +244,12 @@ async def drive(
     seconds: float = SECONDS,
     warm_up_s: float = WARM_UP_S,
     shape: str = "unary",
+    think_ms: float = 0.0,
+    window: Window | None = None,
 ) -> float:
-    """Actions per second with ``matches`` matches, two players each, alternating with no think time."""
+    """Actions per second with ``matches`` matches, two players each, alternating. Each mover thinks
+    ``think_ms`` ± 25 % first (the streamed shape; a seeded jitter); ``window``, if given, gets each
+    action's time to the opponent and the machine's busy time over the window."""
     async with grpc.aio.insecure_channel(address) as channel:
         await asyncio.wait_for(channel.channel_ready(), timeout=20)
         submit = channel.unary_unary(_SUBMIT, request_serializer=_identity, response_deserializer=_identity)
@@ -267,24 +295,41 @@ async def drive(
                 await stream.write(match_id)
             for stream in streams:
                 await stream.read()
+            jitter = random.Random(match_id)
+
+            async def mover_reads(mover: Any) -> None:
+                for _ in range(2):  # the mover gets the answer and the update, in either order
+                    await mover.read()
+
+            async def opponent_reads(opponent: Any, began: float) -> None:
+                await opponent.read()
+                if counting and window is not None:
+                    window.to_opponent.append(time.perf_counter() - began)
 
             async def action(ply: int) -> None:
                 mover, opponent = streams[ply % 2], streams[(ply + 1) % 2]
+                if think_ms:
+                    await asyncio.sleep(think_ms * jitter.uniform(0.75, 1.25) / 1000)
+                began = time.perf_counter()
                 await mover.write(match_id + b"|" + str(ply).encode())
-                for _ in range(2):  # the mover gets the answer and the update, in either order
-                    await mover.read()
-                await opponent.read()
+                await asyncio.gather(mover_reads(mover), opponent_reads(opponent, began))
 
             await keep_playing(streams, action)
 
         play = unary_match if shape == "unary" else streamed_match
         tasks = [asyncio.create_task(play(f"m{n}".encode())) for n in range(matches)]
         await asyncio.sleep(warm_up_s)
+        busy_before, stolen_before = machine_cpu()
         counting = True
         began = time.perf_counter()
         await asyncio.sleep(seconds)
         counting = False
-        rate = counted / (time.perf_counter() - began)
+        elapsed = time.perf_counter() - began
+        rate = counted / elapsed
+        if window is not None:
+            busy_after, stolen_after = machine_cpu()
+            window.busy_cores = (busy_after - busy_before) / elapsed
+            window.stolen_cores = (stolen_after - stolen_before) / elapsed
         stop.set()
         for task in tasks:
             task.cancel()
@@ -293,9 +338,15 @@ async def drive(
 
 
 async def ceiling_rate(
-    matches: int = MATCHES, seconds: float = SECONDS, warm_up_s: float = WARM_UP_S, shape: str = "unary"
+    matches: int = MATCHES,
+    seconds: float = SECONDS,
+    warm_up_s: float = WARM_UP_S,
+    shape: str = "unary",
+    think_ms: float = 0.0,
+    window: Window | None = None,
 ) -> float:
-    """Start the do-nothing rules and gateway processes and drive them in ``shape`` (:data:`SHAPES`)."""
+    """Start the do-nothing rules and gateway processes and drive them in ``shape`` (:data:`SHAPES`)
+    (:func:`drive` says what ``think_ms`` and ``window`` are)."""
     rules_port, gateway_port = free_port(), free_port()
     processes = [
         await asyncio.create_subprocess_exec(
@@ -311,7 +362,7 @@ async def ceiling_rate(
         ),
     ]
     try:
-        return await drive(f"127.0.0.1:{gateway_port}", matches, seconds, warm_up_s, shape)
+        return await drive(f"127.0.0.1:{gateway_port}", matches, seconds, warm_up_s, shape, think_ms, window)
     finally:
         for process in processes:
             process.terminate()
@@ -330,6 +381,17 @@ async def run() -> None:
             f"ceiling, {description} (no work in any service, {MATCHES} matches): "
             f"{ceiling:,.0f} actions/s = {100 * ceiling / yardstick:.1f} % of the yardstick"
         )
+    window = Window()
+    paced = await ceiling_rate(shape="streamed", think_ms=PACED_THINK_MS, window=window)
+    latencies = sorted(window.to_opponent)
+    print(
+        f"the streamed relay paced (think time {PACED_THINK_MS:,.0f} ms ± 25 %, {MATCHES} matches): "
+        f"{paced:,.0f} actions/s, mover's write to the opponent's read p50 "
+        f"{percentile(latencies, 0.5) * 1000:.1f} ms, p99 {percentile(latencies, 0.99) * 1000:.1f} ms, "
+        f"max {latencies[-1] * 1000:.1f} ms ({len(latencies):,}); the machine "
+        f"{100 * window.busy_cores:.0f} % busy of {100 * (os.cpu_count() or 1)} % in the window, "
+        f"{100 * window.stolen_cores:.0f} % stolen by the hypervisor"
+    )
 
 
 if __name__ == "__main__":

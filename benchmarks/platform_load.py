@@ -80,7 +80,7 @@ from skillclassics.rules.v1 import rules_pb2
 
 from benchmarks.grpc_baseline import CONCURRENCY as BASELINE_CONCURRENCY
 from benchmarks.grpc_baseline import baseline_rate
-from benchmarks.support import percentile, stack_env
+from benchmarks.support import machine_cpu, percentile, stack_env
 from clients.load.harness import Engine, FamilyPlan, LoadConfig, Metrics, parse_families
 from clients.load.histogram import Histogram
 from clients.load.procstat import ProcessMonitor, ServiceUsage
@@ -328,19 +328,6 @@ class Phase:
     """Refusals during the set-up and the settling."""
     failed_pairs: int
     """Pairs that ended on an error, over the whole phase."""
-
-
-def machine_cpu() -> tuple[float, float]:
-    """CPU seconds the whole machine has been busy (every core, every process) and has had stolen
-    by the hypervisor, from ``/proc/stat`` (Linux; zeros elsewhere)."""
-    try:
-        with open("/proc/stat") as stat:
-            fields = [int(value) for value in stat.readline().split()[1:9]]
-    except (OSError, ValueError):
-        return 0.0, 0.0
-    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
-    ticks = os.sysconf("SC_CLK_TCK")
-    return (user + nice + system + irq + softirq) / ticks, steal / ticks
 
 
 async def measure_window(

@@ -54,3 +54,16 @@ def stack_env(token_key: bytes, **extra: str) -> tuple[dict[str, str], str]:
         **extra,
     }
     return env, "PostgreSQL" if database else "SQLite"
+
+
+def machine_cpu() -> tuple[float, float]:
+    """CPU seconds the whole machine has been busy (every core, every process) and has had stolen
+    by the hypervisor, from ``/proc/stat`` (Linux; zeros elsewhere)."""
+    try:
+        with open("/proc/stat") as stat:
+            fields = [int(value) for value in stat.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return 0.0, 0.0
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (user + nice + system + irq + softirq) / ticks, steal / ticks

@@ -5,10 +5,22 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.ceiling import SHAPES, ceiling_rate
+from benchmarks.ceiling import SHAPES, Window, ceiling_rate
 
 
 @pytest.mark.parametrize("shape", SHAPES)
 async def test_the_ceiling_benchmark_plays_actions_through_both_relays(shape: str) -> None:
     rate = await ceiling_rate(matches=3, seconds=0.5, warm_up_s=0.2, shape=shape)
     assert rate > 0
+
+
+async def test_the_paced_relay_times_each_action_to_the_opponent_in_its_window() -> None:
+    window = Window()
+    rate = await ceiling_rate(
+        matches=4, seconds=0.6, warm_up_s=0.2, shape="streamed", think_ms=20, window=window
+    )
+    # Four matches, each mover thinking 15-25 ms: at most 4 / 0.015 actions per second, and at least one.
+    assert 0 < rate < 4 / 0.015
+    assert len(window.to_opponent) >= 1
+    assert all(0 < latency < 5 for latency in window.to_opponent)
+    assert window.busy_cores > 0
