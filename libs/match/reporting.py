@@ -20,12 +20,10 @@ from typing import Any, Protocol
 import grpc
 from skillclassics.fairness.v1 import fairness_pb2, fairness_pb2_grpc
 from skillclassics.matchmaking.v1 import matchmaking_pb2, matchmaking_pb2_grpc
-from sqlalchemy import Select, select, update
 
 from libs.match.model import outcome_from_json
 from libs.match.results import result_proto
-from libs.persistence import Database
-from libs.persistence.schema import match_results, matches
+from libs.match.store import MatchStore
 from libs.runtime.log import get_logger
 from libs.runtime.timesource import ServiceTime
 
@@ -96,16 +94,12 @@ class ResultReporter:
 
     def __init__(
         self,
-        db: Database,
-        family: str,
-        shard: str,
+        store: MatchStore,
         recipients: Sequence[Recipient],
         time: ServiceTime,
         retry_seconds: float = 1.0,
     ) -> None:
-        self._db = db
-        self._family = family
-        self._shard = shard
+        self._store = store
         self._recipients = list(recipients)
         self._time = time
         self._retry = retry_seconds
@@ -122,11 +116,7 @@ class ResultReporter:
 
     async def deliver_pending(self) -> int:
         """One pass over the unreported results; returns how many were fully delivered."""
-        async with self._db.connect() as conn:
-            rows = await conn.execute(
-                self._pending(select(match_results)).order_by(match_results.c.ended_at_ms)
-            )
-            pending = [dict(row._mapping) for row in rows]
+        pending = await self._store.unreported_results()
         delivered = 0
         for result in pending:
             try:
@@ -141,12 +131,7 @@ class ResultReporter:
                     code=code,
                 )
                 continue
-            async with self._db.begin() as conn:
-                await conn.execute(
-                    update(match_results)
-                    .where(match_results.c.match_id == result["match_id"])
-                    .values(reported_at_ms=self._time.now_ms())
-                )
+            await self._store.mark_reported(result["match_id"], self._time.now_ms())
             delivered += 1
         return delivered
 
@@ -166,17 +151,7 @@ class ResultReporter:
                 self._wake.set()
 
     async def _has_pending(self) -> bool:
-        async with self._db.connect() as conn:
-            found = await conn.execute(self._pending(select(match_results.c.match_id)).limit(1))
-            return found.first() is not None
-
-    def _pending(self, query: Select[Any]) -> Select[Any]:
-        """``query`` narrowed to this shard's results not yet reported."""
-        return query.join(matches, matches.c.match_id == match_results.c.match_id).where(
-            match_results.c.reported_at_ms.is_(None),
-            matches.c.family == self._family,
-            matches.c.shard == self._shard,
-        )
+        return await self._store.has_unreported_results()
 
     async def close(self) -> None:
         if self._task is not None:

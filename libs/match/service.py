@@ -79,7 +79,7 @@ class RulesService(Service):
             recipients.append(FairnessRecipient(self._fairness_address))
         if self._matchmaking_address:
             recipients.append(MatchmakingRecipient(self._matchmaking_address))
-        reporter = ResultReporter(self._db, self.family.name, str(self.shard), recipients, time)
+        reporter = ResultReporter(store, recipients, time)
         chance: ChanceSource | None = None
         if self.family.uses_chance:
             chance = FairnessChance(self._fairness_address)

@@ -1,7 +1,11 @@
 """The match log, match summaries and results in the database.
 
 Appends go through a :class:`~libs.persistence.group_commit.GroupCommitter`: the events of many
-matches share a commit, and each caller is answered only once its event is durable.
+matches share a commit, and each caller is answered only once its event is durable. Reads and the
+result outbox's bookkeeping go through it too (``read`` and ``run_sync``): on SQLite the process's
+connections to the file take turns, and a transaction on the async driver (several thread trips, each
+waiting for a busy event loop) held the turn for hundreds of milliseconds while every move's commit
+queued behind it.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, and_, func, insert, select, update
+from sqlalchemy import Connection, Select, and_, func, insert, select, update
 
 from libs.match.model import EventKind, MatchEvent, MatchRecord, outcome_to_json
 from libs.persistence import Database
@@ -46,7 +50,6 @@ class MatchStore:
     """The durable side of one rules shard."""
 
     def __init__(self, db: Database, family: str, shard: str) -> None:
-        self._db = db
         self._family = family
         self._shard = shard
         self._writer = GroupCommitter(db)
@@ -97,30 +100,30 @@ class MatchStore:
 
     async def load_unfinished(self) -> dict[str, list[MatchEvent]]:
         """The logs of this shard's matches that are not over, by match id, in sequence order."""
-        async with self._db.connect() as conn:
-            result = await conn.execute(
-                select(match_events)
-                .join(matches, matches.c.match_id == match_events.c.match_id)
-                .where(
-                    matches.c.shard == self._shard,
-                    matches.c.family == self._family,
-                    matches.c.status.in_(UNFINISHED),
-                )
-                .order_by(match_events.c.match_id, match_events.c.sequence)
+        query = (
+            select(match_events)
+            .join(matches, matches.c.match_id == match_events.c.match_id)
+            .where(
+                matches.c.shard == self._shard,
+                matches.c.family == self._family,
+                matches.c.status.in_(UNFINISHED),
             )
+            .order_by(match_events.c.match_id, match_events.c.sequence)
+        )
+
+        def read(conn: Connection) -> dict[str, list[MatchEvent]]:
             logs: dict[str, list[MatchEvent]] = defaultdict(list)
-            for row in result:
+            for row in conn.execute(query):
                 logs[row.match_id].append(_event(row._mapping))
-        return dict(logs)
+            return dict(logs)
+
+        return await self._writer.read(read)
 
     async def load_log(self, match_id: str) -> list[MatchEvent]:
-        async with self._db.connect() as conn:
-            result = await conn.execute(
-                select(match_events)
-                .where(match_events.c.match_id == match_id)
-                .order_by(match_events.c.sequence)
-            )
-            return [_event(row._mapping) for row in result]
+        query = (
+            select(match_events).where(match_events.c.match_id == match_id).order_by(match_events.c.sequence)
+        )
+        return await self._writer.read(lambda conn: [_event(row._mapping) for row in conn.execute(query)])
 
     async def summaries(
         self, statuses: Sequence[str], *, after: str | None = None, limit: int
@@ -155,21 +158,48 @@ class MatchStore:
             .join(created, and_(created.c.match_id == page.c.match_id, created.c.sequence == 1))
             .order_by(page.c.match_id)
         )
-        async with self._db.connect() as conn:
-            rows = await conn.execute(query)
-            return [
+        return await self._writer.read(
+            lambda conn: [
                 MatchSummaryRow(row.match_id, row.status, int(row.sequence), tuple(row.payload["players"]))
-                for row in rows
+                for row in conn.execute(query)
             ]
+        )
 
     async def result(self, match_id: str) -> MatchResultRow | None:
-        async with self._db.connect() as conn:
-            row = (
-                await conn.execute(select(match_results).where(match_results.c.match_id == match_id))
-            ).first()
+        query = select(match_results).where(match_results.c.match_id == match_id)
+        row = await self._writer.read(lambda conn: conn.execute(query).first())
         if row is None:
             return None
         return MatchResultRow(row.match_id, dict(row.result), row.record, row.record_format)
+
+    # -- the result outbox (libs.match.reporting) ------------------------------------------------------
+
+    def _unreported(self, query: Select[Any]) -> Select[Any]:
+        """``query`` narrowed to this shard's results not yet reported."""
+        return query.join(matches, matches.c.match_id == match_results.c.match_id).where(
+            match_results.c.reported_at_ms.is_(None),
+            matches.c.family == self._family,
+            matches.c.shard == self._shard,
+        )
+
+    async def unreported_results(self) -> list[dict[str, Any]]:
+        """This shard's results that have not reached every recipient yet, oldest first."""
+        query = self._unreported(select(match_results)).order_by(match_results.c.ended_at_ms)
+        return await self._writer.read(lambda conn: [dict(row._mapping) for row in conn.execute(query)])
+
+    async def has_unreported_results(self) -> bool:
+        query = self._unreported(select(match_results.c.match_id)).limit(1)
+        return await self._writer.read(lambda conn: conn.execute(query).first() is not None)
+
+    async def mark_reported(self, match_id: str, at_ms: int) -> None:
+        """Every recipient has ``match_id``'s result: it leaves the outbox (durable before returning)."""
+
+        def work(conn: Connection) -> None:
+            conn.execute(
+                update(match_results).where(match_results.c.match_id == match_id).values(reported_at_ms=at_ms)
+            )
+
+        await self._writer.run_sync(work)
 
 
 def result_row(record: MatchRecord, record_text: str, record_format: str) -> dict[str, Any]:
