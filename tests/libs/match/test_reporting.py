@@ -19,6 +19,8 @@ from libs.runtime.timesource import ServiceTime
 class Recording:
     """A recipient that keeps what it was given; refuses the match ids in ``refuse``."""
 
+    name = "recording"
+
     def __init__(self, refuse: frozenset[str] = frozenset()) -> None:
         self.delivered: list[str] = []
         self.refuse = refuse
