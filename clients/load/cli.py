@@ -34,6 +34,8 @@ from clients.load.procstat import discover_services, parse_services
 from clients.load.report import build_report, render_table, write_json, write_png
 from clients.player import DEFAULT_GATEWAY, DevKeyMissing
 from libs.runtime import eventloop
+from libs.runtime.config import DEFAULT_GC_THRESHOLDS
+from libs.runtime.server import garbage_collector_settled
 
 SubParsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 """What ``register`` adds its sub-parser to (as in :mod:`clients.cli.main`)."""
@@ -334,7 +336,8 @@ async def run_command(args: argparse.Namespace) -> int:
     with contextlib.suppress(NotImplementedError, RuntimeError):
         loop.add_signal_handler(signal.SIGINT, run.request_stop)
     try:
-        result = await run.run()
+        with garbage_collector_settled(DEFAULT_GC_THRESHOLDS):  # as the services do: no long pauses
+            result = await run.run()
     except LoadError as error:
         _error(str(error))
         return EXIT_FAILED

@@ -8,7 +8,7 @@ import contextlib
 import gc
 import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 from wsgiref.simple_server import WSGIServer
@@ -174,6 +174,20 @@ def settle_garbage_collector(thresholds: tuple[int, int, int]) -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(*thresholds)
+
+
+@contextlib.contextmanager
+def garbage_collector_settled(thresholds: tuple[int, int, int]) -> Iterator[None]:
+    """:func:`settle_garbage_collector` for the length of a block, then the collector as it was (nothing
+    frozen, the thresholds before): for a long-running client in a process that goes on afterwards, such
+    as a load run (whose measured latencies would otherwise include its own full collections)."""
+    previous = gc.get_threshold()
+    settle_garbage_collector(thresholds)
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*previous)
 
 
 def run_service(service_class: Callable[[ServiceConfig], Service], name: str) -> None:

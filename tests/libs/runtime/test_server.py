@@ -20,7 +20,7 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from prometheus_client import REGISTRY
 
 from libs.runtime import RunningServer, ServiceConfig, start_server
-from libs.runtime.server import settle_garbage_collector
+from libs.runtime.server import garbage_collector_settled, settle_garbage_collector
 from tests.libs.runtime.sample_service import SECRET, SERVICE, SampleService
 from tests.support import free_port, wait_until_serving
 
@@ -202,6 +202,26 @@ def test_a_serving_process_freezes_what_is_alive_and_collects_less_often() -> No
     finally:
         gc.unfreeze()
         gc.set_threshold(*before)
+
+
+def test_a_settled_block_leaves_the_collector_as_it_was() -> None:
+    """``garbage_collector_settled`` (the load generator's): frozen and slower inside the block; after
+    it, even when the block fails, nothing is frozen and the thresholds are the ones before."""
+    before = gc.get_threshold()
+    survivor: list[list[int]] = [[3], [4]]
+    inside: list[tuple[tuple[int, ...], bool]] = []
+
+    def run() -> None:
+        with garbage_collector_settled((23_456, 8, 10)):
+            inside.append((gc.get_threshold(), any(item is survivor for item in gc.get_objects())))
+            raise RuntimeError("the run failed")
+
+    with pytest.raises(RuntimeError, match="the run failed"):
+        run()
+    assert inside == [((23_456, 8, 10), False)]  # settled, and the survivor frozen out of reach
+    assert gc.get_threshold() == before
+    assert gc.get_freeze_count() == 0
+    assert any(item is survivor for item in gc.get_objects())
 
 
 def test_keepalive_pings_are_not_faster_than_servers_accept() -> None:
