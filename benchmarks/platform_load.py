@@ -42,7 +42,7 @@ Settings (environment variables, read when the benchmark runs):
 ==============================  =================  ===============================================
 ``PLATFORM_LOAD_MATCHES``       500                matches at once (phases 2 and 3)
 ``PLATFORM_LOAD_MIX``           ``chess=3,gin=2``  the families' shares (500: 300 chess, 200 gin)
-``PLATFORM_LOAD_SECONDS``       30                 each steady window (phases 2, 3 and 4)
+``PLATFORM_LOAD_SECONDS``       60                 each steady window (phases 2, 3 and 4)
 ``PLATFORM_LOAD_RAMP_UP``       40                 seconds over which each phase's matches are set
                                                    up (12.5 a second; at 25, joins time out here)
 ``PLATFORM_LOAD_PROBE_TIMERS``  2000               clock probe timers in phase 4's window
@@ -94,8 +94,9 @@ MATCHES: Final = 500
 """Matches at once in phases 2 and 3 (``PLATFORM_LOAD_MATCHES``)."""
 MIX: Final = "chess=3,gin=2"
 """The families' shares of the matches (``PLATFORM_LOAD_MIX``)."""
-SECONDS: Final = 30.0
-"""Each steady window (``PLATFORM_LOAD_SECONDS``)."""
+SECONDS: Final = 60.0
+"""Each steady window (``PLATFORM_LOAD_SECONDS``). Long enough that matches end and new pairs sit down
+inside it (a 30 s window hardly saw any, and hid refusals that only match turnover under load showed)."""
 RAMP_UP_S: Final = 40.0
 """Each phase's matches are set up evenly over this time (``PLATFORM_LOAD_RAMP_UP``). At 25 set-ups a
 second this machine fell behind (matchmaking is the busiest) and joins timed out; at 12.5 none did."""
