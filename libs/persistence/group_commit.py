@@ -30,6 +30,7 @@ through a committer answers such a call ``UNAVAILABLE`` with a readable reason, 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from libs.persistence.database import Database, sqlite_writer_engine
 from libs.runtime.errors import Unavailable
+from libs.runtime.metrics import GROUP_COMMIT_SECONDS, GROUP_COMMIT_UNITS
 
 T = TypeVar("T")
 Work = Callable[[AsyncConnection], Awaitable[Any]]
@@ -48,6 +50,8 @@ Row = tuple[Table, dict[str, Any]]
 DEFAULT_MAX_BATCH = 256
 SHUTTING_DOWN = "the service is shutting down and takes no more writes; retry on another instance"
 """Why a write is refused once the committer is closed, unless the service words it itself."""
+_WAITED = GROUP_COMMIT_SECONDS.labels("wait")
+_TRANSACTION = GROUP_COMMIT_SECONDS.labels("transaction")
 
 
 class CommitterClosed(Unavailable):
@@ -175,6 +179,7 @@ class GroupCommitter:
             return
         self.batches += 1
         self.units += len(batch)
+        GROUP_COMMIT_UNITS.observe(len(batch))
         for unit, result in zip(batch, results, strict=True):
             if not unit.done.done():
                 unit.done.set_result(result)
@@ -188,6 +193,7 @@ class GroupCommitter:
             return
         self.batches += 1
         self.units += 1
+        GROUP_COMMIT_UNITS.observe(1)
         if not unit.done.done():
             unit.done.set_result(result)
 
@@ -197,15 +203,22 @@ class GroupCommitter:
         if sqlite is not None and all(unit.is_sync for unit in batch):
             if self._thread is None:
                 self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-writer")
+            began = time.perf_counter()
             async with self._db.exclusive():  # the process's SQLite connections one at a time
+                turn = time.perf_counter()
                 results = await asyncio.get_running_loop().run_in_executor(self._thread, sqlite.run, batch)
+            _WAITED.observe(turn - began)
+            _TRANSACTION.observe(time.perf_counter() - turn)
             self.thread_trips += 1
             return results
+        began = time.perf_counter()  # (the wait for a connection, where there is one, is inside begin)
         async with self._db.begin() as conn:
             rows = _by_table(row for unit in batch for row in unit.rows)
             if rows:
                 await conn.run_sync(_insert_rows, rows)
-            return [await _run_unit(conn, unit) for unit in batch]
+            results = [await _run_unit(conn, unit) for unit in batch]
+        _TRANSACTION.observe(time.perf_counter() - began)
+        return results
 
 
 async def _run_unit(conn: AsyncConnection, unit: _Unit) -> Any:

@@ -43,6 +43,19 @@ STREAM_CALL_LATENCY = Histogram(
     buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
 )
 
+GROUP_COMMIT_SECONDS = Histogram(
+    "skillclassics_group_commit_seconds",
+    "A group commit's batch by stage: wait (SQLite: for the process's turn at the file, which its reads "
+    "and writes take one at a time) and transaction (its statements up to the durable commit).",
+    ["stage"],
+    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+)
+GROUP_COMMIT_UNITS = Histogram(
+    "skillclassics_group_commit_units",
+    "Units of work (writes, and on SQLite reads) per committed group transaction.",
+    buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256),
+)
+
 
 class StreamCallMetrics:
     """Counts and times one kind of call carried inside a stream (labels bound once)."""

@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 import grpc
 import pytest
+from prometheus_client import REGISTRY
 from sqlalchemy import Connection, Engine, event, func, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -311,3 +312,26 @@ async def test_a_read_sees_every_write_committed_before_it_and_writes_nothing(mi
     assert await committer.read(count) == 12  # a closed committer refuses writes, not reads
     await db.dispose()
     assert await _count(migrated_url) == 12
+
+
+def _sample(name: str, labels: dict[str, str] | None = None) -> float:
+    return REGISTRY.get_sample_value(name, labels or {}) or 0.0
+
+
+async def test_every_committed_transaction_is_measured(migrated_url: str) -> None:
+    """The committer's Prometheus figures: one observation of each stage per committed transaction (the
+    wait for the file's turn on SQLite's writer-thread path), and the units it held."""
+    db = Database(migrated_url)
+    committer = GroupCommitter(db)
+    transactions = _sample("skillclassics_group_commit_seconds_count", {"stage": "transaction"})
+    waits = _sample("skillclassics_group_commit_seconds_count", {"stage": "wait"})
+    units = _sample("skillclassics_group_commit_units_sum")
+    await asyncio.gather(*(committer.run_sync(_insert_sync(f"m{i}")) for i in range(40)))
+    assert _sample("skillclassics_group_commit_seconds_count", {"stage": "transaction"}) - transactions == (
+        committer.batches
+    )
+    assert _sample("skillclassics_group_commit_units_sum") - units == 40
+    expected_waits = committer.batches if db.is_sqlite else 0
+    assert _sample("skillclassics_group_commit_seconds_count", {"stage": "wait"}) - waits == expected_waits
+    await committer.close()
+    await db.dispose()
