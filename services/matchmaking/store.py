@@ -55,10 +55,10 @@ class MatchmakingStore:
     """The durable side of matchmaking."""
 
     def __init__(self, db: Database) -> None:
-        self._db = db
         self.committer = GroupCommitter(db, closed_reason=SHUTTING_DOWN)
-        """Runs every write (its ``batches`` and ``units`` count commits and the writes they held); once
-        closed it refuses writes with ``Unavailable`` (``CommitterClosed``) and :data:`SHUTTING_DOWN`."""
+        """Runs every write and read (its ``batches`` and ``units`` count commits and the units they
+        held: writes, and on SQLite reads too); once closed it refuses writes with ``Unavailable``
+        (``CommitterClosed``) and :data:`SHUTTING_DOWN`."""
 
     async def close(self) -> None:
         """Commit the writes queued, then stop the writer: later writes are refused with ``Unavailable``."""
