@@ -54,6 +54,17 @@ async def _postgres_unreachable_reason() -> str | None:
     return None
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Every service a test starts runs with mutual TLS: one development PKI for the whole session."""
+    import tempfile
+    from pathlib import Path
+
+    from tests.support import use_session_pki
+
+    if not os.environ.get("TLS_DIR"):
+        use_session_pki(Path(tempfile.mkdtemp(prefix="skillclassics-pki-")))
+
+
 @pytest.fixture(params=BACKENDS)
 async def database_url(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory

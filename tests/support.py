@@ -1,4 +1,10 @@
-"""Helpers shared by tests and benchmarks: free ports, waiting for SERVING, services as processes."""
+"""Helpers shared by tests and benchmarks: free ports, waiting for SERVING, services as processes, and
+calling backends over mutual TLS as a given identity.
+
+Every service a test starts runs with mutual TLS on, as in production. The session's development PKI is
+in ``TLS_DIR`` (set once for the whole session by :func:`use_session_pki`, so services started as
+processes find it too); :func:`backend_channel` calls a backend as any identity of the platform.
+"""
 
 from __future__ import annotations
 
@@ -17,8 +23,57 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from prometheus_client import REGISTRY
 
 from libs.runtime import RunningServer, Service, ServiceConfig, start_server
+from libs.runtime.identity import Identity
+from libs.runtime.pki import ensure_development_pki
+from libs.runtime.tls import TransportSecurity
 
 ROOT = Path(__file__).resolve().parent.parent
+IDENTITIES = (
+    "operator",
+    "gateway",
+    "matchmaking",
+    "fairness",
+    "clock",
+    "rules-chess-0",
+    "rules-chess-1",
+    "rules-gin-0",
+    "rules-gin-1",
+)
+"""The identities the session's PKI holds from the start (others are made on first use)."""
+
+
+def use_session_pki(directory: Path) -> Path:
+    """Make the development PKI in ``directory`` and point ``TLS_DIR`` at it for this process and the
+    services it starts."""
+    ensure_development_pki(directory, IDENTITIES)
+    os.environ["TLS_DIR"] = str(directory)
+    return directory
+
+
+def tls_dir() -> Path:
+    """The session's development PKI."""
+    return Path(os.environ["TLS_DIR"])
+
+
+def tls_settings() -> dict[str, str]:
+    """The variables that give a service started in a test the session's PKI."""
+    return {"TLS_DIR": str(tls_dir())}
+
+
+def transport_as(identity: str) -> TransportSecurity:
+    """Mutual TLS as ``identity`` (a certificate of the session's PKI)."""
+    return TransportSecurity("mtls", Identity.parse(identity), development_dir=tls_dir())
+
+
+def backend_channel(
+    address: str,
+    identity: str = "operator",
+    service: str = "localhost",
+    options: list[tuple[str, object]] | None = None,
+) -> grpc.aio.Channel:
+    """A channel to the backend at ``address`` presenting ``identity``'s certificate; the server's
+    certificate is checked against ``service`` (every development certificate names ``localhost``)."""
+    return transport_as(identity).channel(address, service, options=options)
 
 
 def free_port() -> int:
@@ -29,7 +84,8 @@ def free_port() -> int:
 
 
 async def wait_until_serving(address: str, within: float = 20.0, service: str = "") -> None:
-    """Poll the gRPC health service at ``address`` until it answers SERVING."""
+    """Poll the gRPC health service at ``address`` (a plaintext health port, or the gateway's) until it
+    answers SERVING."""
     deadline = asyncio.get_running_loop().time() + within
     async with grpc.aio.insecure_channel(address) as channel:
         stub = health_pb2_grpc.HealthStub(channel)
@@ -55,8 +111,16 @@ class ServiceProcess:
     def __init__(self, module: str, env: Mapping[str, str] | None = None) -> None:
         self.module = module
         self.port = free_port()
+        self.health_port = free_port()
         self.address = f"127.0.0.1:{self.port}"
-        self.env = {**os.environ, "METRICS_PORT": "-1", **(env or {}), "GRPC_PORT": str(self.port)}
+        self.health_address = f"127.0.0.1:{self.health_port}"
+        self.env = {
+            **os.environ,
+            "METRICS_PORT": "-1",
+            **(env or {}),
+            "GRPC_PORT": str(self.port),
+            "HEALTH_PORT": str(self.health_port),
+        }
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -68,7 +132,7 @@ class ServiceProcess:
         self.process = subprocess.Popen(  # noqa: ASYNC220 - a fork-exec, not a wait
             [sys.executable, "-m", self.module], cwd=ROOT, env=self.env, stderr=subprocess.DEVNULL
         )
-        await wait_until_serving(self.address)
+        await wait_until_serving(self.health_address)
 
     def kill(self, signum: int = signal.SIGKILL) -> int:
         """Send ``signum`` and wait for the process to end; returns its exit code."""
@@ -96,7 +160,15 @@ async def start_in_process(
     """Start service ``name`` in this event loop on a free port with ``database_url``; ``env`` is the
     service's own environment (keys, addresses), ``settings`` override the runtime's (``GRPC_PORT=...``)."""
     config = ServiceConfig.from_env(
-        name, {"GRPC_PORT": "0", "METRICS_PORT": "-1", "DATABASE_URL": database_url, **settings}
+        name,
+        {
+            "GRPC_PORT": "0",
+            "METRICS_PORT": "-1",
+            "HEALTH_PORT": "-1",
+            "DATABASE_URL": database_url,
+            **tls_settings(),
+            **settings,
+        },
     )
     return await start_server(make(config, env or {}), config)
 

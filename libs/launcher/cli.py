@@ -148,13 +148,22 @@ def endpoint_table(stack: Stack) -> str:
         cells = [cell.ljust(width) for cell, width in zip(row[:3], widths, strict=True)]
         lines.append("  " + "  ".join([*cells, row[3]]))
     buf = f"{_buf_command()} curl --protocol grpc --http2-prior-knowledge"
+    scheme = "http"
+    operator = stack.operator_certificates()
+    if operator is not None:  # the backends take calls only over mutual TLS: as the operator
+        ca, cert, key = (_relative(path) for path in (operator.ca, operator.certificate, operator.key))
+        buf = f"{_buf_command()} curl --protocol grpc --cacert {ca} --cert {cert} --key {key}"
+        scheme = "https"
     first = stack.services[0]
-    lines += ["", "Call a service with buf curl, e.g.:"]
-    lines.append(f"  {buf} --list-methods http://{stack.address(first.name)}")
+    lines += [
+        "",
+        "Call a backend with buf curl, as the operator (docs/security.md says what it may call), e.g.:",
+    ]
+    lines.append(f"  {buf} --list-methods {scheme}://{stack.address(first.name)}")
     for spec in stack.services:
         if spec.example is not None:
             method, data = spec.example
-            lines.append(f"  {buf} --data {shlex.quote(data)} http://{stack.address(spec.name)}/{method}")
+            lines.append(f"  {buf} --data {shlex.quote(data)} {scheme}://{stack.address(spec.name)}/{method}")
     lines.append("Ctrl-C stops the stack.")
     return "\n".join(lines)
 
@@ -163,6 +172,11 @@ def _report(exit_codes: dict[str, int]) -> int:
     for name, code in exit_codes.items():
         _say(f"launcher: {name} {describe_returncode(code)}")
     return 0 if all(code == 0 for code in exit_codes.values()) else 1
+
+
+def _relative(path: Path) -> str:
+    relative = os.path.relpath(path)
+    return relative if not relative.startswith("..") else str(path)
 
 
 def _buf_command() -> str:

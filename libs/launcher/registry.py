@@ -26,16 +26,13 @@ class ServiceSpec:
 
 
 SERVICES: tuple[ServiceSpec, ...] = (
-    ServiceSpec(
-        "fairness",
-        "services.fairness",
-        example=(
-            "skillclassics.fairness.v1.FairnessService/Commit",
-            '{"match_id":"m-1","idempotency_key":"k-1"}',
-        ),
-    ),
+    ServiceSpec("fairness", "services.fairness"),
     ServiceSpec("clock", "services.clock"),
-    ServiceSpec("rules-chess", "services.rules_chess"),
+    ServiceSpec(
+        "rules-chess",
+        "services.rules_chess",
+        example=("skillclassics.rules.v1.RulesService/ListMatches", '{"page_size":10}'),
+    ),
     ServiceSpec("rules-backgammon", "services.rules_backgammon"),
     ServiceSpec("rules-gin", "services.rules_gin"),
     ServiceSpec("rules-go", "services.rules_go"),

@@ -33,7 +33,10 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from libs.launcher.registry import ServiceSpec, available_services
+from libs.runtime.identity import OPERATOR
+from libs.runtime.pki import CertificateFiles, ensure_development_pki
 from libs.runtime.ports import DEFAULT_PORTS, ServicePorts
+from libs.runtime.tls import default_identity
 
 LINE_LIMIT = 1024 * 1024
 """The longest output line kept whole (longer ones are cut)."""
@@ -172,6 +175,34 @@ class Stack:
         self.spec(name)
         return f"{_url_host(self.host)}:{self.ports[name].grpc}"
 
+    def health_address(self, name: str) -> str:
+        """The plaintext health port of ``name``, ``host:port`` (only the health service answers there)."""
+        self.spec(name)
+        return f"{_url_host(self.host)}:{self.ports[name].health}"
+
+    @property
+    def is_mutual_tls(self) -> bool:
+        """Whether the stack's backends require client certificates (``TLS_MODE`` is not plaintext)."""
+        return self._env.get("TLS_MODE", "").strip().lower() != "plaintext"
+
+    @property
+    def tls_dir(self) -> Path:
+        """The development PKI the stack's services use (``TLS_DIR``, default ``DATA_DIR/pki``)."""
+        return Path(self._env.get("TLS_DIR", "").strip() or self.data_dir / "pki").resolve()
+
+    def operator_certificates(self) -> CertificateFiles | None:
+        """The operator's certificate in the stack's development PKI (made when the stack starts), for
+        calling its backends by hand or from tests; ``None`` without mutual TLS or when the certificate
+        files are configured from elsewhere (``TLS_CA_FILE``...)."""
+        if not self.is_mutual_tls or self._env.get("TLS_CA_FILE", "").strip():
+            return None
+        return CertificateFiles(
+            self.tls_dir / "ca.pem", self.tls_dir / "operator.pem", self.tls_dir / "operator.key"
+        )
+
+    def _identity(self, name: str) -> str:
+        return default_identity(name, self.environment(name))
+
     def metrics_url(self, name: str) -> str:
         """The Prometheus endpoint of ``name``."""
         self.spec(name)
@@ -201,6 +232,7 @@ class Stack:
         env = dict(self._env)
         env["GRPC_PORT"] = str(ports.grpc)
         env["METRICS_PORT"] = str(ports.metrics)
+        env["HEALTH_PORT"] = str(ports.health)
         env["DATA_DIR"] = str(self.data_dir)
         env["PYTHONUNBUFFERED"] = "1"
         env.setdefault("LOG_FORMAT", "json")
@@ -225,6 +257,11 @@ class Stack:
         :class:`StartError` names the service and its reason.
         """
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        operator = self.operator_certificates()
+        if operator is not None:
+            ensure_development_pki(
+                operator.ca.parent, [OPERATOR, *(self._identity(s.name) for s in self.services)]
+            )
         try:
             for spec in self.services:
                 await self._start(spec)
@@ -280,7 +317,7 @@ class Stack:
 
     async def _start(self, spec: ServiceSpec) -> None:
         ports = self.ports[spec.name]
-        for port in (ports.grpc, ports.metrics):
+        for port in (ports.grpc, ports.metrics, ports.health):
             if not port_is_free(self.bind_host, port):
                 raise StartError(
                     spec.name,
@@ -357,7 +394,7 @@ class Stack:
             remaining = deadline - loop.time()
             if remaining <= 0:
                 raise StartError(name, f"not SERVING after {self.start_timeout:g} s (health: {last})")
-            last = await check_health(self.address(name), rpc_timeout=min(1.0, remaining))
+            last = await check_health(self.health_address(name), rpc_timeout=min(1.0, remaining))
             if last == "SERVING" and child.running:
                 child.ready = True
                 return
@@ -387,7 +424,7 @@ def shifted_ports(name: str, offset: int) -> ServicePorts:
     if base is None:
         raise ValueError(f"{name} has no ports in libs.runtime.ports.DEFAULT_PORTS")
     ports = ServicePorts(grpc=base.grpc + offset, metrics=base.metrics + offset)
-    for port in (ports.grpc, ports.metrics):
+    for port in (ports.grpc, ports.metrics, ports.health):
         if not 0 < port < 65536:
             raise ValueError(f"port offset {offset} puts a port of {name} out of range ({port})")
     return ports
@@ -416,13 +453,13 @@ def find_free_port_offset(
     for _ in range(attempts):
         offset = random.randrange(1000, 15000)
         ports = [shifted_ports(name, offset) for name in names]
-        if all(port_is_free(host, port) for pair in ports for port in (pair.grpc, pair.metrics)):
+        if all(port_is_free(host, port) for pair in ports for port in (pair.grpc, pair.metrics, pair.health)):
             return offset
     raise RuntimeError(f"no port offset with free ports for {', '.join(names)} after {attempts} attempts")
 
 
 async def check_health(address: str, *, service: str = "", rpc_timeout: float = 1.0) -> str:
-    """One gRPC health check of ``service`` at ``address``.
+    """One gRPC health check of ``service`` at ``address`` (a plaintext health port).
 
     Returns the status name (``SERVING``, ``NOT_SERVING``...) or, when the call fails, the gRPC status
     code name (``UNAVAILABLE`` while nothing listens yet). A fresh channel each time, so a server that

@@ -15,6 +15,7 @@ import grpc
 from skillclassics.fairness.v1 import fairness_pb2, fairness_pb2_grpc
 
 from libs.engines.base import ChanceRequest
+from libs.runtime.tls import TransportSecurity
 
 DRAW_TIMEOUT_SECONDS = 5.0
 
@@ -43,8 +44,10 @@ class ChanceSource(Protocol):
 class FairnessChance:
     """Draws from the fairness service at ``address``."""
 
-    def __init__(self, address: str, timeout: float = DRAW_TIMEOUT_SECONDS) -> None:
-        self._channel = grpc.aio.insecure_channel(address)
+    def __init__(
+        self, address: str, transport: TransportSecurity, timeout: float = DRAW_TIMEOUT_SECONDS
+    ) -> None:
+        self._channel = transport.channel(address, "fairness")
         self._stub = fairness_pb2_grpc.FairnessServiceStub(self._channel)
         self._timeout = timeout
 

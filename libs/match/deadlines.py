@@ -19,6 +19,7 @@ from skillclassics.clock.v1 import clock_pb2, clock_pb2_grpc
 
 from libs.runtime.log import get_logger
 from libs.runtime.timesource import ServiceTime
+from libs.runtime.tls import TransportSecurity
 
 OnWake = Callable[[str], Coroutine[Any, Any, None]]
 _log = get_logger(__name__)
@@ -66,8 +67,15 @@ class LocalDeadlines:
 class ClockServiceDeadlines:
     """Wake-ups armed on the clock service, delivered over its expiration stream and acknowledged."""
 
-    def __init__(self, address: str, owner: str, time: ServiceTime, call_timeout: float = 2.0) -> None:
-        self._channel = grpc.aio.insecure_channel(address)
+    def __init__(
+        self,
+        address: str,
+        owner: str,
+        time: ServiceTime,
+        transport: TransportSecurity,
+        call_timeout: float = 2.0,
+    ) -> None:
+        self._channel = transport.channel(address, "clock")
         self._stub = clock_pb2_grpc.ClockServiceStub(self._channel)
         self._owner = owner
         self._timeout = call_timeout

@@ -26,6 +26,7 @@ from libs.match.results import result_proto
 from libs.match.store import MatchStore
 from libs.runtime.log import get_logger
 from libs.runtime.timesource import ServiceTime
+from libs.runtime.tls import TransportSecurity
 
 _log = get_logger(__name__)
 
@@ -47,8 +48,8 @@ class FairnessRecipient:
 
     name = "fairness"
 
-    def __init__(self, address: str, timeout: float = 3.0) -> None:
-        self._channel = grpc.aio.insecure_channel(address)
+    def __init__(self, address: str, transport: TransportSecurity, timeout: float = 3.0) -> None:
+        self._channel = transport.channel(address, "fairness")
         self._stub = fairness_pb2_grpc.FairnessServiceStub(self._channel)
         self._timeout = timeout
 
@@ -67,8 +68,8 @@ class MatchmakingRecipient:
 
     name = "matchmaking"
 
-    def __init__(self, address: str, timeout: float = 3.0) -> None:
-        self._channel = grpc.aio.insecure_channel(address)
+    def __init__(self, address: str, transport: TransportSecurity, timeout: float = 3.0) -> None:
+        self._channel = transport.channel(address, "matchmaking")
         self._stub = matchmaking_pb2_grpc.MatchmakingServiceStub(self._channel)
         self._timeout = timeout
 

@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping
 import grpc
 from skillclassics.rules.v1 import rules_pb2_grpc
 
+from libs.runtime.tls import TransportSecurity
+
 _VARIABLE = re.compile(r"RULES_([A-Z]{2,32})_ADDRESSES")
 
 
@@ -38,17 +40,21 @@ def all_shard_addresses(
 
 class RulesChannels:
     """One lazily opened channel, and one stub over it, per rules shard address (a stub builds a
-    callable per method: made once, not on every forwarded call)."""
+    callable per method: made once, not on every forwarded call), over ``transport``'s mutual TLS."""
 
-    def __init__(self, options: list[tuple[str, object]] | None = None) -> None:
+    def __init__(self, transport: TransportSecurity, options: list[tuple[str, object]] | None = None) -> None:
+        self._transport = transport
         self._channels: dict[str, grpc.aio.Channel] = {}
         self._stubs: dict[str, rules_pb2_grpc.RulesServiceStub] = {}
         self._options = options or []
 
-    def stub(self, address: str) -> rules_pb2_grpc.RulesServiceStub:
+    def stub(self, address: str, family: str) -> rules_pb2_grpc.RulesServiceStub:
+        """The stub of ``family``'s shard at ``address`` (whose certificate must be ``rules-<family>``'s)."""
         stub = self._stubs.get(address)
         if stub is None:
-            channel = self._channels[address] = grpc.aio.insecure_channel(address, options=self._options)
+            channel = self._channels[address] = self._transport.channel(
+                address, f"rules-{family}", options=self._options
+            )
             stub = self._stubs[address] = rules_pb2_grpc.RulesServiceStub(channel)
         return stub
 

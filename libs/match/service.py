@@ -70,19 +70,19 @@ class RulesService(Service):
         deadlines: Deadlines
         if self._clock_address:
             owner = f"rules-{self.family.name}-{self.shard}"
-            deadlines = ClockServiceDeadlines(self._clock_address, owner, time)
+            deadlines = ClockServiceDeadlines(self._clock_address, owner, time, self._config.tls)
         else:
             deadlines = LocalDeadlines(time)
         store = MatchStore(self._db, self.family.name, str(self.shard))
         recipients: list[Recipient] = []
         if self._fairness_address:
-            recipients.append(FairnessRecipient(self._fairness_address))
+            recipients.append(FairnessRecipient(self._fairness_address, self._config.tls))
         if self._matchmaking_address:
-            recipients.append(MatchmakingRecipient(self._matchmaking_address))
+            recipients.append(MatchmakingRecipient(self._matchmaking_address, self._config.tls))
         reporter = ResultReporter(store, recipients, time)
         chance: ChanceSource | None = None
         if self.family.uses_chance:
-            chance = FairnessChance(self._fairness_address)
+            chance = FairnessChance(self._fairness_address, self._config.tls)
         self.runtime = MatchRuntime(self.family, self.shard, store, deadlines, time, reporter, chance)
         await self.runtime.start()
         rules_pb2_grpc.add_RulesServiceServicer_to_server(RulesServicer(self.runtime), server)

@@ -18,7 +18,13 @@ variable                   meaning                                             d
 ``MIGRATE_ON_START``       apply database migrations when the service starts   ``true``
 ``EVENT_LOOP``             ``uvloop`` or ``asyncio`` (:mod:`libs.runtime.      ``uvloop`` (``asyncio``
                            eventloop`)                                         without uvloop)
+``HEALTH_PORT``            a plaintext port serving only the gRPC health       the gRPC port + 100
+                           service, for the kubelet's probes (-1: off)         (0 with ``GRPC_PORT=0``)
+``GRPC_REFLECTION``        serve gRPC server reflection (to operators)         ``true``
 =========================  ==================================================  ============================
+
+Mutual TLS between services (``TLS_MODE``, ``SERVICE_IDENTITY``, ``TLS_*_FILE``, ...) is read here too:
+see :mod:`libs.runtime.tls`.
 
 In production nothing that matters may fall back silently: ``DATABASE_URL`` must be set, and services
 ask for their secrets with :func:`require_secret`. A bad value fails at start with :class:`ConfigError`.
@@ -31,9 +37,12 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from libs.runtime.ports import DEFAULT_PORTS
+from libs.runtime.ports import DEFAULT_PORTS, HEALTH_PORT_SHIFT
+
+if TYPE_CHECKING:
+    from libs.runtime.tls import TransportSecurity
 
 LogFormat = Literal["json", "console", "auto"]
 Environment = Literal["development", "production"]
@@ -75,10 +84,26 @@ class ServiceConfig:
     event_loop: EventLoop = field(default_factory=lambda: event_loop_choice({}))
     """The event loop the process runs on (``EVENT_LOOP``; see :mod:`libs.runtime.eventloop`): when not
     given, the same default as :meth:`from_env` without ``EVENT_LOOP`` (uvloop where installed)."""
+    transport: TransportSecurity | None = None
+    """Mutual TLS: this workload's identity and certificates (:mod:`libs.runtime.tls`); ``None`` only
+    for a configuration built by hand, which then serves and calls without TLS."""
+    health_port: int | None = None
+    """The plaintext port that serves only the health service (``None``: none)."""
+    reflection: bool = True
+    """Whether gRPC server reflection is served (``GRPC_REFLECTION``)."""
 
     @property
     def is_production(self) -> bool:
         return self.environment == "production"
+
+    @property
+    def tls(self) -> TransportSecurity:
+        """How this service calls the others: :attr:`transport`, or plaintext when none was configured."""
+        if self.transport is not None:
+            return self.transport
+        from libs.runtime.tls import TransportSecurity
+
+        return TransportSecurity.plaintext(self.service)
 
     @classmethod
     def from_env(cls, service: str, environ: Mapping[str, str] | None = None) -> ServiceConfig:
@@ -93,11 +118,16 @@ class ServiceConfig:
                 raise ConfigError("DATABASE_URL must be set in production")
             database_url = sqlite_url(data_dir / f"{service}.db")
         metrics_port = _int(env, "METRICS_PORT", ports.metrics if ports else -1, minimum=-1)
+        grpc_port = _int(env, "GRPC_PORT", ports.grpc if ports else 0, minimum=0)
+        health_port = _int(env, "HEALTH_PORT", grpc_port + HEALTH_PORT_SHIFT if grpc_port else 0, minimum=-1)
+        from libs.runtime.tls import TransportSecurity  # it reads ConfigError from here
+
+        transport = TransportSecurity.from_env(service, env, data_dir, production=environment == "production")
         return cls(
             service=service,
             environment=environment,  # type: ignore[arg-type]
             grpc_host=env.get("GRPC_HOST", "127.0.0.1"),
-            grpc_port=_int(env, "GRPC_PORT", ports.grpc if ports else 0, minimum=0),
+            grpc_port=grpc_port,
             metrics_port=None if metrics_port < 0 else metrics_port,
             data_dir=data_dir,
             database_url=database_url,
@@ -107,6 +137,9 @@ class ServiceConfig:
             migrate_on_start=_bool(env, "MIGRATE_ON_START", True),
             gc_thresholds=_gc_thresholds(env),
             event_loop=event_loop_choice(env),
+            transport=transport,
+            health_port=None if health_port < 0 else health_port,
+            reflection=_bool(env, "GRPC_REFLECTION", True),
         )
 
 

@@ -10,13 +10,35 @@ from typing import ClassVar
 
 import grpc
 
+MAX_REASON_CHARS = 500
+"""The longest reason a refusal carries: a reason quotes the caller's input, which is bounded here, in
+one place, so an echoed 20,000-character move cannot come back whole (and overflow a gateway's
+metadata on the way)."""
+MAX_SHOWN_CHARS = 64
+"""How much of one echoed value :func:`shown` keeps."""
+
+
+def truncated(text: str, limit: int = MAX_REASON_CHARS) -> str:
+    """``text``, cut to ``limit`` characters with a note of how much was left out."""
+    if len(text) <= limit:
+        return text
+    kept = max(limit - 24, 0)
+    return f"{text[:kept]}... ({len(text) - kept} more)"
+
+
+def shown(value: object, limit: int = MAX_SHOWN_CHARS) -> str:
+    """A caller's value as a reason quotes it: ``repr``, cut to ``limit`` characters."""
+    return truncated(repr(value), limit)
+
 
 class ServiceError(Exception):
-    """A request the service refuses, with a reason a person can read."""
+    """A request the service refuses, with a reason a person can read (at most
+    :data:`MAX_REASON_CHARS` characters: longer reasons are cut)."""
 
     code: ClassVar[grpc.StatusCode] = grpc.StatusCode.UNKNOWN
 
     def __init__(self, reason: str) -> None:
+        reason = truncated(reason)
         super().__init__(reason)
         self.reason = reason
 

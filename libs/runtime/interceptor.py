@@ -1,8 +1,12 @@
-"""The server interceptor every service runs behind: request ids, logs, metrics and error mapping.
+"""The server interceptor every service runs behind: authorisation, request ids, logs, metrics and
+error mapping.
 
-This is the one place where a :class:`~libs.runtime.errors.ServiceError` becomes a gRPC status. Any
-other exception is logged with its traceback and answered with INTERNAL and the request id, never with
-the exception's text (which could leak state).
+Before a handler runs, the call is checked against the authorisation table (:mod:`libs.runtime.authz`)
+with the caller's identity from its certificate. This is the one place where a
+:class:`~libs.runtime.errors.ServiceError` becomes a gRPC status. A request that cannot be parsed is
+``INVALID_ARGUMENT`` (grpc itself would answer it with a traceback in the log), a method the service
+does not implement ``UNIMPLEMENTED``. Any other exception is logged with its traceback and answered with
+INTERNAL and the request id, never with the exception's text (which could leak state).
 """
 
 from __future__ import annotations
@@ -16,9 +20,12 @@ from typing import Any
 import grpc
 import structlog
 
-from libs.runtime.errors import ServiceError, internal_error_reason
+from libs.runtime.authz import Authorizer
+from libs.runtime.errors import InvalidArgument, ServiceError, internal_error_reason
+from libs.runtime.identity import DEFAULT_TRUST_DOMAIN
 from libs.runtime.log import get_logger
-from libs.runtime.metrics import RPC_HANDLED, RPC_IN_FLIGHT, RPC_LATENCY, RPC_STARTED
+from libs.runtime.metrics import RPC_HANDLED, RPC_IN_FLIGHT, RPC_LATENCY, RPC_STARTED, RPC_UNDECODABLE
+from libs.runtime.tls import peer_identity
 
 REQUEST_ID_METADATA = "x-request-id"
 _log = get_logger(__name__)
@@ -59,6 +66,11 @@ class _Call:
         if isinstance(error, ServiceError):
             self.status = error.code
             await context.abort(error.code, error.reason)
+        if isinstance(error, NotImplementedError):  # a generated base class's method nobody overrode
+            self.status = grpc.StatusCode.UNIMPLEMENTED
+            await context.abort(
+                grpc.StatusCode.UNIMPLEMENTED, f"{self.method} is not implemented by {self.service}"
+            )
         self.status = grpc.StatusCode.INTERNAL
         _log.error("rpc.internal_error", exc_info=error)
         await context.abort(grpc.StatusCode.INTERNAL, internal_error_reason(self.request_id))
@@ -76,8 +88,72 @@ def _request_id(details: grpc.HandlerCallDetails) -> str:
     return uuid.uuid4().hex
 
 
+class Undecodable:
+    """Stands for a request message that could not be parsed (the handler is never given it)."""
+
+    __slots__ = ("size",)
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+
+def _lenient(deserialize: Callable[[bytes], Any] | None) -> Callable[[bytes], Any] | None:
+    """``deserialize``, answering an unparseable message with :class:`Undecodable` instead of raising
+    (which grpc would log with a traceback and answer with a status of its own choosing)."""
+    if deserialize is None:
+        return None
+
+    def parse(data: bytes) -> Any:
+        try:
+            return deserialize(data)
+        except Exception:
+            return Undecodable(len(data))
+
+    return parse
+
+
+class _Gate:
+    """What every call of one method passes before its handler: authorisation and a parsable request."""
+
+    __slots__ = ("authorizer", "method", "service", "short", "trust_domain")
+
+    def __init__(self, method: str, authorizer: Authorizer | None, trust_domain: str) -> None:
+        self.method = method
+        self.authorizer = authorizer
+        self.trust_domain = trust_domain
+        _, _, rest = method.partition("/")
+        self.service, _, self.short = rest.partition("/")
+
+    def check(self, context: grpc.aio.ServicerContext, request: Any) -> None:
+        if isinstance(request, Undecodable):
+            raise self.undecodable(request)
+        if self.authorizer is not None:
+            self.authorizer.check(self.method, peer_identity(context, self.trust_domain), request)
+
+    def undecodable(self, request: Undecodable) -> InvalidArgument:
+        RPC_UNDECODABLE.labels(self.service, self.short).inc()
+        return InvalidArgument(
+            f"the request to {self.short} could not be parsed ({request.size} bytes that are not a "
+            "message of its type)"
+        )
+
+    async def requests(self, requests: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        """A client stream's messages; an unparseable one ends the call with INVALID_ARGUMENT."""
+        async for message in requests:
+            if isinstance(message, Undecodable):
+                raise self.undecodable(message)
+            yield message
+
+
 class RpcInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
-    """Wraps every handler of the server with request ids, logs, metrics and status mapping."""
+    """Wraps every handler of the server with authorisation, request ids, logs, metrics and status
+    mapping. Without an ``authorizer`` (plaintext, for local debugging) every caller is trusted."""
+
+    def __init__(
+        self, authorizer: Authorizer | None = None, trust_domain: str = DEFAULT_TRUST_DOMAIN
+    ) -> None:
+        self._authorizer = authorizer
+        self._trust_domain = trust_domain
 
     async def intercept_service(
         self,
@@ -89,36 +165,52 @@ class RpcInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             return None
         method: str = handler_call_details.method
         request_id = _request_id(handler_call_details)
+        gate = _Gate(method, self._authorizer, self._trust_domain)
         common = {
-            "request_deserializer": handler.request_deserializer,
+            "request_deserializer": _lenient(handler.request_deserializer),
             "response_serializer": handler.response_serializer,
         }
         if handler.unary_unary:
             return grpc.unary_unary_rpc_method_handler(
-                _wrap_unary(handler.unary_unary, method, "unary", request_id), **common
+                _wrap_unary(handler.unary_unary, method, "unary", request_id, gate), **common
             )
         if handler.stream_unary:
             return grpc.stream_unary_rpc_method_handler(
-                _wrap_unary(handler.stream_unary, method, "client_stream", request_id), **common
+                _wrap_unary(handler.stream_unary, method, "client_stream", request_id, gate, streamed=True),
+                **common,
             )
         if handler.unary_stream:
             return grpc.unary_stream_rpc_method_handler(
-                _wrap_stream(handler.unary_stream, method, "server_stream", request_id), **common
+                _wrap_stream(handler.unary_stream, method, "server_stream", request_id, gate), **common
             )
         return grpc.stream_stream_rpc_method_handler(
-            _wrap_stream(handler.stream_stream, method, "bidi_stream", request_id), **common
+            _wrap_stream(handler.stream_stream, method, "bidi_stream", request_id, gate, streamed=True),
+            **common,
         )
 
 
-def _wrap_stream(behavior: Any, method: str, grpc_type: str, request_id: str) -> Any:
+def _wrap_stream(
+    behavior: Any, method: str, grpc_type: str, request_id: str, gate: _Gate, *, streamed: bool = False
+) -> Any:
     # A streaming handler is either an async generator or a coroutine that calls context.write
     # (as the standard health service's Watch does); the wrapper must take the same shape.
     if inspect.isasyncgenfunction(behavior):
-        return _wrap_streaming(behavior, method, grpc_type, request_id)
-    return _wrap_unary(behavior, method, grpc_type, request_id)
+        return _wrap_streaming(behavior, method, grpc_type, request_id, gate, streamed)
+    return _wrap_unary(behavior, method, grpc_type, request_id, gate, streamed=streamed)
 
 
-def _wrap_unary(behavior: _Unary, method: str, grpc_type: str, request_id: str) -> _Unary:
+def _admit(gate: _Gate, request: Any, context: grpc.aio.ServicerContext, streamed: bool) -> Any:
+    """Check the call before its handler runs; the request (a client stream: its checked messages)."""
+    if streamed:
+        gate.check(context, None)
+        return gate.requests(request)
+    gate.check(context, request)
+    return request
+
+
+def _wrap_unary(
+    behavior: _Unary, method: str, grpc_type: str, request_id: str, gate: _Gate, *, streamed: bool = False
+) -> _Unary:
     async def wrapped(request: Any, context: grpc.aio.ServicerContext) -> Any:
         call = _Call(method, grpc_type, request_id)
         # grpc.aio runs each RPC in its own task, so context bound here stays with this call.
@@ -126,7 +218,7 @@ def _wrap_unary(behavior: _Unary, method: str, grpc_type: str, request_id: str) 
         call.begin()
         try:
             context.set_trailing_metadata(((REQUEST_ID_METADATA, request_id),))
-            return await behavior(request, context)
+            return await behavior(_admit(gate, request, context, streamed), context)
         except grpc.aio.AbortError:
             call.aborted(context)
             raise
@@ -141,14 +233,16 @@ def _wrap_unary(behavior: _Unary, method: str, grpc_type: str, request_id: str) 
     return wrapped
 
 
-def _wrap_streaming(behavior: _Streaming, method: str, grpc_type: str, request_id: str) -> _Streaming:
+def _wrap_streaming(
+    behavior: _Streaming, method: str, grpc_type: str, request_id: str, gate: _Gate, streamed: bool
+) -> _Streaming:
     async def wrapped(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
         call = _Call(method, grpc_type, request_id)
         structlog.contextvars.bind_contextvars(request_id=request_id, rpc=method)
         call.begin()
         try:
             context.set_trailing_metadata(((REQUEST_ID_METADATA, request_id),))
-            async for response in behavior(request, context):
+            async for response in behavior(_admit(gate, request, context, streamed), context):
                 yield response
         except grpc.aio.AbortError:
             call.aborted(context)

@@ -27,6 +27,19 @@ RPC_IN_FLIGHT = Gauge(
     "RPCs being handled right now.",
     ["grpc_service", "grpc_method"],
 )
+RPC_REFUSED = Counter(
+    "skillclassics_rpc_refused_total",
+    "Calls refused by the authorisation table before any handler ran (libs/runtime/authz.py), by the "
+    "caller's service (rules-* for any rules shard, none without a certificate) and why: no_certificate, "
+    "not_allowed (the caller's service may not call the method), constraint (a per-method rule such as "
+    "owning the match), unlisted (the method is in no rule).",
+    ["grpc_service", "grpc_method", "caller", "reason"],
+)
+RPC_UNDECODABLE = Counter(
+    "skillclassics_rpc_undecodable_total",
+    "Request messages that could not be parsed (answered INVALID_ARGUMENT).",
+    ["grpc_service", "grpc_method"],
+)
 SERVICE_INFO = Gauge(
     "skillclassics_service_info", "Constant 1, labelled with the service's name.", ["service"]
 )

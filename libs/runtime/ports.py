@@ -7,6 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+HEALTH_PORT_SHIFT = 100
+"""A service's plaintext health port (for the kubelet's probes, which cannot present a certificate) is
+its gRPC port plus this: 50150 for the gateway, 50160 for rules-chess."""
+
 
 @dataclass(frozen=True, slots=True)
 class ServicePorts:
@@ -16,6 +20,11 @@ class ServicePorts:
     """The gRPC port (the service API, health and reflection)."""
     metrics: int
     """The HTTP port serving Prometheus metrics at ``/metrics``."""
+
+    @property
+    def health(self) -> int:
+        """The plaintext port serving only the gRPC health service (for the kubelet's probes)."""
+        return self.grpc + HEALTH_PORT_SHIFT
 
 
 DEFAULT_PORTS: dict[str, ServicePorts] = {

@@ -18,8 +18,10 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import start_http_server
 
+from libs.runtime.authz import ANYONE, POLICY, Authorizer
 from libs.runtime.config import ConfigError, ServiceConfig
 from libs.runtime.eventloop import run_on
+from libs.runtime.identity import DEFAULT_TRUST_DOMAIN
 from libs.runtime.interceptor import RpcInterceptor
 from libs.runtime.log import configure_logging, get_logger
 from libs.runtime.metrics import SERVICE_INFO
@@ -50,6 +52,10 @@ class Service(abc.ABC):
 
     name: ClassVar[str]
     """The service's name, as in :data:`libs.runtime.ports.DEFAULT_PORTS`."""
+    public: ClassVar[bool] = False
+    """Whether its port is the players' door (the gateway): no client certificate is asked for there,
+    and each method authenticates its caller itself. Every other service is a backend, reached only
+    over mutual TLS."""
 
     @property
     @abc.abstractmethod
@@ -77,6 +83,8 @@ class RunningServer:
     port: int
     """The gRPC port it listens on (useful when started on port 0)."""
     metrics_port: int | None = None
+    health_port: int | None = None
+    """The plaintext port that serves only the health service, when there is one."""
     _metrics_http: WSGIServer | None = field(default=None, repr=False)
     _stopped: bool = field(default=False, repr=False)
 
@@ -101,9 +109,30 @@ class RunningServer:
 
 
 async def start_server(service: Service, config: ServiceConfig) -> RunningServer:
-    """Start ``service`` with ``config`` in this event loop; it is SERVING when this returns."""
+    """Start ``service`` with ``config`` in this event loop; it is SERVING when this returns.
+
+    A backend listens with mutual TLS and checks every call against the authorisation table; the
+    gateway's public port asks for no certificate. ``config.health_port`` adds a plaintext port on which
+    only the health service answers (the kubelet's probes cannot present a certificate).
+    """
+    transport = config.transport
+    mutual = transport is not None and transport.is_mutual
+    authorizer: Authorizer | None = None
+    if mutual:
+        policy = POLICY
+        if service.public:  # the gateway's API is published: anyone may list it
+            policy = {**POLICY, **{m: {ANYONE: None} for m in POLICY if "ServerReflection" in m}}
+        authorizer = Authorizer(policy)
+    elif transport is not None:
+        _log.warning(
+            "service.plaintext", reason="TLS_MODE=plaintext: every caller is trusted (local debugging only)"
+        )
     server = grpc.aio.server(
-        interceptors=[RpcInterceptor()],
+        interceptors=[
+            RpcInterceptor(
+                authorizer, transport.trust_domain if transport is not None else DEFAULT_TRUST_DOMAIN
+            )
+        ],
         options=[
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
@@ -116,11 +145,21 @@ async def start_server(service: Service, config: ServiceConfig) -> RunningServer
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     await service.start(server)
     names = list(service.service_names)
-    reflection.enable_server_reflection([*names, health.SERVICE_NAME, reflection.SERVICE_NAME], server)
-    port = server.add_insecure_port(f"{config.grpc_host}:{config.grpc_port}")
+    if config.reflection:
+        reflection.enable_server_reflection([*names, health.SERVICE_NAME, reflection.SERVICE_NAME], server)
+    address = f"{config.grpc_host}:{config.grpc_port}"
+    if mutual and not service.public:
+        assert transport is not None
+        port = server.add_secure_port(address, transport.server_credentials())
+    else:
+        port = server.add_insecure_port(address)
+    health_port: int | None = None
+    if port != 0 and config.health_port is not None:
+        health_port = server.add_insecure_port(f"{config.grpc_host}:{config.health_port}")
+        port = port if health_port != 0 else 0
     if port == 0:
         await service.close()
-        raise OSError(f"cannot listen on {config.grpc_host}:{config.grpc_port}")
+        raise OSError(f"cannot listen on {address} (or its health port {config.health_port})")
     await server.start()
     metrics_http: WSGIServer | None = None
     metrics_port: int | None = None
@@ -131,8 +170,16 @@ async def start_server(service: Service, config: ServiceConfig) -> RunningServer
     for name in ["", *names]:
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     loop = type(asyncio.get_running_loop())
-    _log.info("service.serving", grpc_port=port, metrics_port=metrics_port, event_loop=loop.__module__)
-    return RunningServer(service, server, health_servicer, port, metrics_port, metrics_http)
+    _log.info(
+        "service.serving",
+        grpc_port=port,
+        health_port=health_port,
+        metrics_port=metrics_port,
+        event_loop=loop.__module__,
+        tls="mutual" if mutual and not service.public else ("public" if service.public else "plaintext"),
+        identity=transport.identity.name if transport is not None else None,
+    )
+    return RunningServer(service, server, health_servicer, port, metrics_port, health_port, metrics_http)
 
 
 async def serve(service: Service, config: ServiceConfig) -> None:

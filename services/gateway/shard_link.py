@@ -276,12 +276,12 @@ class ShardLinks:
         self._links: dict[str, ShardLink] = {}
         self._closed = False
 
-    def link(self, address: str, name: str) -> ShardLink:
+    def link(self, address: str, name: str, family: str) -> ShardLink:
         link = self._links.get(address)
         if link is None:
             if self._closed:
                 raise Unavailable(f"{name}: the gateway is shutting down")
-            link = self._links[address] = ShardLink(name, self._channels.stub(address))
+            link = self._links[address] = ShardLink(name, self._channels.stub(address, family))
         return link
 
     async def close(self) -> None:

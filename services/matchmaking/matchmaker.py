@@ -19,6 +19,7 @@ from skillclassics.fairness.v1 import fairness_pb2, fairness_pb2_grpc
 from skillclassics.matchmaking.v1 import matchmaking_pb2 as pb
 from skillclassics.rules.v1 import rules_pb2
 
+from libs.fairness import FAIRNESS_VERSION
 from libs.pairing import Seeker, pair
 from libs.runtime.errors import ServiceError, Unavailable
 from libs.runtime.log import get_logger
@@ -43,6 +44,13 @@ DEFAULT_CLIENT_SEED_WINDOW_MS = 5_000
 as they hear of the match: a second is plenty; the window only bounds a player who sends none)."""
 
 
+def fairness_fields(match: dict[str, Any]) -> dict[str, Any]:
+    """The fairness commitment of a match row and its version, as ``MatchReady`` and ``PlayedMatch``
+    announce them to players (empty and 0 for a family without chance)."""
+    commitment = match["fairness_commitment"] or ""
+    return {"fairness_commitment": commitment, "fairness_version": FAIRNESS_VERSION if commitment else 0}
+
+
 class Matchmaker:
     """Everything matchmaking does, over its store, the rules shards, fairness and the lobby hub."""
 
@@ -65,7 +73,9 @@ class Matchmaker:
         self.shards = shards
         self.hub = hub
         self.time = time
-        self._fairness_channel = grpc.aio.insecure_channel(fairness_address) if fairness_address else None
+        self._fairness_channel = (
+            shards.transport.channel(fairness_address, "fairness") if fairness_address else None
+        )
         self._fairness = (
             fairness_pb2_grpc.FairnessServiceStub(self._fairness_channel) if self._fairness_channel else None
         )
@@ -179,6 +189,7 @@ class Matchmaker:
                     seat=seat,
                     opponent_id=opponent,
                     table_id=match["table_id"] or "",
+                    **fairness_fields(match),
                 )
                 self.hub.tell(player, pb.WatchLobbyResponse(match_ready=ready, at_ms=now))
             if match["table_id"]:
@@ -196,6 +207,7 @@ class Matchmaker:
             options=rules_pb2.MatchOptions.FromString(match["options"]),
             time_control=rules_pb2.TimeControl.FromString(match["time_control"]),
             fairness_commitment=match["fairness_commitment"],
+            fairness_version=FAIRNESS_VERSION if match["fairness_commitment"] else 0,
             idempotency_key=match["match_id"],
             first_move_timeout_ms=self._first_move_timeout_ms,
             disconnect_forfeit_ms=self._disconnect_forfeit_ms,

@@ -65,7 +65,7 @@ class MatchmakingService(Service):
             await migrate(self._config.database_url)
         self._db = Database(self._config.database_url)
         self._store = MatchmakingStore(self._db)
-        shards = RulesShards(self._env, list(FAMILIES))
+        shards = RulesShards(self._env, list(FAMILIES), self._config.tls)
         fairness = self._env.get("FAIRNESS_ADDRESS", "").strip()
         self.matchmaker = Matchmaker(
             self._store,

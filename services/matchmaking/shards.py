@@ -17,6 +17,7 @@ from skillclassics.rules.v1 import rules_pb2, rules_pb2_grpc
 from libs.match.ids import MatchId
 from libs.match.routing import RulesChannels, address_variable, all_shard_addresses
 from libs.runtime.errors import Unavailable
+from libs.runtime.tls import TransportSecurity
 
 CALL_TIMEOUT_S = 5.0
 
@@ -24,9 +25,11 @@ CALL_TIMEOUT_S = 5.0
 class RulesShards:
     """gRPC stubs for every rules shard of every configured family."""
 
-    def __init__(self, env: Mapping[str, str], families: list[str]) -> None:
+    def __init__(self, env: Mapping[str, str], families: list[str], transport: TransportSecurity) -> None:
         self._addresses = all_shard_addresses(env, families)
-        self._channels = RulesChannels()
+        self.transport = transport
+        """How matchmaking calls other services (mutual TLS)."""
+        self._channels = RulesChannels(transport)
 
     def require(self, family: str) -> list[str]:
         """``family``'s shard addresses; ``Unavailable`` when it has none (its matches cannot be made)."""
@@ -43,7 +46,7 @@ class RulesShards:
 
     def stub(self, match_id: str) -> rules_pb2_grpc.RulesServiceStub:
         parsed = MatchId.parse(match_id)
-        return self._channels.stub(self._addresses[parsed.family][parsed.shard])
+        return self._channels.stub(self._addresses[parsed.family][parsed.shard], parsed.family)
 
     async def create_match(self, request: rules_pb2.CreateMatchRequest) -> None:
         """Create the match on its shard (idempotent: the request carries its idempotency key)."""

@@ -39,8 +39,19 @@ def test_environment_overrides_every_default() -> None:
             "SKILLCLASSICS_ENV": "production",
             "GC_THRESHOLDS": "700,10,10",
             "EVENT_LOOP": "AsyncIO",
+            "TLS_CA_FILE": "/etc/sc/tls/ca.pem",
+            "TLS_CERT_FILE": "/etc/sc/tls/tls.crt",
+            "TLS_KEY_FILE": "/etc/sc/tls/tls.key",
+            "SERVICE_IDENTITY": "fairness",
+            "HEALTH_PORT": "7001",
+            "GRPC_REFLECTION": "false",
         },
     )
+    assert config.transport is not None
+    assert config.transport.is_mutual
+    assert config.transport.files().certificate == Path("/etc/sc/tls/tls.crt")
+    assert config.health_port == 7001
+    assert not config.reflection
     assert config.grpc_host == "0.0.0.0"
     assert config.grpc_port == 0
     assert config.metrics_port is None

@@ -32,7 +32,9 @@ def _identity(data: bytes) -> bytes:
 
 
 def _config() -> ServiceConfig:
-    return ServiceConfig.from_env("sample", {"GRPC_PORT": "0", "METRICS_PORT": "0"})
+    # The sample service is no service of the platform's authorisation table: it runs without TLS (the
+    # runtime's mutual TLS and authorisation are tested on the platform's own services).
+    return ServiceConfig.from_env("sample", {"GRPC_PORT": "0", "METRICS_PORT": "0", "TLS_MODE": "plaintext"})
 
 
 @pytest.fixture
@@ -158,6 +160,7 @@ async def test_sigterm_lets_calls_finish_logs_request_ids_and_exits_zero(
         "LOG_FORMAT": "json",
         "LOG_LEVEL": "debug",
         "DATA_DIR": str(tmp_path),
+        "TLS_MODE": "plaintext",
     }
     process = subprocess.Popen(  # noqa: ASYNC220 - started once, before any call is in flight
         [sys.executable, "-m", "tests.libs.runtime.sample_service"],
