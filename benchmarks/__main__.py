@@ -18,6 +18,7 @@ BENCHMARKS = {
     "matchmaking": "benchmarks.matchmaking",
     "gateway_e2e": "benchmarks.gateway_e2e",
     "platform_load": "benchmarks.platform_load",
+    "mtls": "benchmarks.mtls",
 }
 
 
