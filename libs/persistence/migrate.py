@@ -65,11 +65,11 @@ def database_services() -> tuple[str, ...]:
 def database_urls(services: Sequence[str], environ: Mapping[str, str] | None = None) -> dict[str, list[str]]:
     """Each database URL the ``services`` use, as the services themselves read it, with the services
     using it (several share one when ``DATABASE_URL`` is set for all of them)."""
-    from libs.runtime.config import ServiceConfig  # the default URL is the runtime's, per service
+    from libs.runtime.config import database_url_from_env  # the default URL is the runtime's, per service
 
     urls: dict[str, list[str]] = {}
     for service in services:
-        urls.setdefault(ServiceConfig.from_env(service, environ).database_url, []).append(service)
+        urls.setdefault(database_url_from_env(service, environ), []).append(service)
     return urls
 
 

@@ -112,11 +112,7 @@ class ServiceConfig:
         ports = DEFAULT_PORTS.get(service)
         environment = _choice(env, "SKILLCLASSICS_ENV", ("development", "production"), "development")
         data_dir = Path(env.get("DATA_DIR", "data"))
-        database_url = env.get("DATABASE_URL", "")
-        if not database_url:
-            if environment == "production":
-                raise ConfigError("DATABASE_URL must be set in production")
-            database_url = sqlite_url(data_dir / f"{service}.db")
+        database_url = database_url_from_env(service, env)
         metrics_port = _int(env, "METRICS_PORT", ports.metrics if ports else -1, minimum=-1)
         grpc_port = _int(env, "GRPC_PORT", ports.grpc if ports else 0, minimum=0)
         health_port = _int(env, "HEALTH_PORT", grpc_port + HEALTH_PORT_SHIFT if grpc_port else 0, minimum=-1)
@@ -141,6 +137,18 @@ class ServiceConfig:
             health_port=None if health_port < 0 else health_port,
             reflection=_bool(env, "GRPC_REFLECTION", True),
         )
+
+
+def database_url_from_env(service: str, environ: Mapping[str, str] | None = None) -> str:
+    """The database URL ``service`` uses: ``DATABASE_URL``, else (not in production) a SQLite file in
+    ``DATA_DIR``. Only this (no certificates, no ports): what a migration job needs."""
+    env = os.environ if environ is None else environ
+    database_url = env.get("DATABASE_URL", "")
+    if database_url:
+        return database_url
+    if _choice(env, "SKILLCLASSICS_ENV", ("development", "production"), "development") == "production":
+        raise ConfigError("DATABASE_URL must be set in production")
+    return sqlite_url(Path(env.get("DATA_DIR", "data")) / f"{service}.db")
 
 
 def sqlite_url(path: Path) -> str:
