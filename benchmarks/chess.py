@@ -7,7 +7,6 @@ import asyncio
 import time
 import uuid
 
-import grpc
 from skillclassics.chess.v1 import chess_pb2
 from skillclassics.rules.v1 import rules_pb2 as pb
 from skillclassics.rules.v1 import rules_pb2_grpc
@@ -15,6 +14,7 @@ from skillclassics.rules.v1 import rules_pb2_grpc
 from benchmarks.support import bench_service, percentile, rss_mib
 from libs.engines.base import ActionContext
 from libs.engines.chess import CHESS, ChessOptions, Move
+from tests.callers import RULES_CALLERS, Callers
 
 ENGINE_MOVES = 5_000
 SERVICE_GAMES = 32
@@ -89,9 +89,10 @@ async def play(
 async def through_service() -> None:
     async with (
         bench_service("services.rules_chess") as (service, backend),
-        grpc.aio.insecure_channel(service.address) as channel,
+        Callers(service.address) as callers,
     ):
-        stub = rules_pb2_grpc.RulesServiceStub(channel)
+        # Matchmaking creates the matches, the gateway plays them: each over mutual TLS as itself.
+        stub = callers.stub(rules_pb2_grpc.RulesServiceStub, RULES_CALLERS)
         matches = [await create(stub) for _ in range(SERVICE_GAMES)]
         latencies: list[float] = []
         started = time.perf_counter()

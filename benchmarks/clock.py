@@ -1,7 +1,8 @@
 """Clock figures: expiry lateness for 10,000 timers, arm calls per second, memory with 100,000 timers.
 
 Lateness is measured where it matters, at the watcher: the instant the expiration arrives over gRPC
-minus the timer's deadline (both Unix milliseconds on this machine).
+minus the timer's deadline (both Unix milliseconds on this machine). The timers' owners are rules shards
+(a shard arms and watches only its own timers), each calling over mutual TLS as itself.
 """
 
 from __future__ import annotations
@@ -9,16 +10,19 @@ from __future__ import annotations
 import asyncio
 import time
 
-import grpc
 from skillclassics.clock.v1 import clock_pb2 as pb
 from skillclassics.clock.v1 import clock_pb2_grpc
 
 from benchmarks.support import bench_service, percentile, rss_mib
+from tests.support import backend_channel
 
 LATENESS_TIMERS = 10_000
 SPREAD_MS = 4_000
 MEMORY_TIMERS = 100_000
 CONCURRENCY = 64
+MEMORY_OWNER = "rules-chess-0"
+LATENESS_OWNER = "rules-chess-1"
+"""The rules shards whose timers the figures arm (each its own, so the lateness watch sees only its own)."""
 
 
 def now_ms() -> float:
@@ -40,7 +44,7 @@ async def arm_many(stub: clock_pb2_grpc.ClockServiceStub, owner: str, deadlines:
 
 
 async def lateness(stub: clock_pb2_grpc.ClockServiceStub, arm_rate: float) -> None:
-    owner = "bench-lateness"
+    owner = LATENESS_OWNER
     received: list[float] = []
     server_side: list[float] = []
     call = stub.WatchExpirations(pb.WatchExpirationsRequest(owner=owner))
@@ -66,16 +70,17 @@ async def lateness(stub: clock_pb2_grpc.ClockServiceStub, arm_rate: float) -> No
 async def run() -> None:
     async with (
         bench_service("services.clock") as (service, backend),
-        grpc.aio.insecure_channel(service.address) as channel,
+        backend_channel(service.address, MEMORY_OWNER) as memory_channel,
+        backend_channel(service.address, LATENESS_OWNER) as lateness_channel,
     ):
-        stub = clock_pb2_grpc.ClockServiceStub(channel)
+        stub = clock_pb2_grpc.ClockServiceStub(memory_channel)
         idle = rss_mib(service.pid)
         far = int(now_ms()) + 3_600_000
-        arm_rate = await arm_many(stub, "bench-memory", [far + i for i in range(MEMORY_TIMERS)])
+        arm_rate = await arm_many(stub, MEMORY_OWNER, [far + i for i in range(MEMORY_TIMERS)])
         print(f"arm calls: {arm_rate:,.0f} per second ({CONCURRENCY} in flight, {backend}, durable)")
         held = rss_mib(service.pid)
         print(
             f"memory: {idle:.1f} MiB before, {held:.1f} MiB with {MEMORY_TIMERS:,} armed timers "
             f"({(held - idle) * 1024 * 1024 / MEMORY_TIMERS:.0f} bytes per timer)"
         )
-        await lateness(stub, arm_rate)
+        await lateness(clock_pb2_grpc.ClockServiceStub(lateness_channel), arm_rate)

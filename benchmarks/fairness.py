@@ -7,12 +7,12 @@ import base64
 import os
 import time
 
-import grpc
 from skillclassics.fairness.v1 import fairness_pb2 as pb
 from skillclassics.fairness.v1 import fairness_pb2_grpc
 
 from benchmarks.support import bench_service, percentile, rss_mib
 from libs.fairness.derivation import DrawSpec, draw_values, stream_key
+from tests.callers import Callers, fairness_callers
 
 IN_PROCESS_DRAWS = 50_000
 SERVICE_DRAWS = 3_000
@@ -34,9 +34,10 @@ async def through_service() -> None:
     seed_key = base64.b64encode(os.urandom(32)).decode()
     async with bench_service("services.fairness", {"FAIRNESS_SEED_KEY": seed_key}) as (service, backend):
         idle_rss = rss_mib(service.pid)
-        async with grpc.aio.insecure_channel(service.address) as channel:
-            stub = fairness_pb2_grpc.FairnessServiceStub(channel)
-            matches = [f"bench-{os.getpid()}-{i}" for i in range(CONCURRENCY)]
+        # Matchmaking commits; rules-gin-0, the shard that owns the matches (gin.0.*), draws.
+        async with Callers(service.address) as callers:
+            stub = callers.stub(fairness_pb2_grpc.FairnessServiceStub, fairness_callers("rules-gin-0"))
+            matches = [f"gin.0.bench-{os.getpid()}-{i}" for i in range(CONCURRENCY)]
             for match_id in matches:
                 await stub.Commit(pb.CommitRequest(match_id=match_id, idempotency_key="k"))
             latencies: list[float] = []

@@ -14,7 +14,6 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-import grpc
 from skillclassics.fairness.v1 import fairness_pb2, fairness_pb2_grpc
 from skillclassics.gin.v1 import gin_pb2
 from skillclassics.rules.v1 import rules_pb2 as pb
@@ -26,6 +25,8 @@ from libs.engines.base import ActionContext
 from libs.engines.gin import CARD_TEXT, GIN, GinOptions, GinState, best_arrangement, discard_deadwood, mask_of
 from libs.engines.gin.engine import _knock_reveals
 from libs.engines.gin.melds import arrange_mask, deadwood_mask, discard_deadwood_mask
+from tests.callers import RULES_CALLERS, Callers
+from tests.support import backend_channel
 
 HANDS = 5_000
 KNOCKS = 500
@@ -233,11 +234,12 @@ async def through_service() -> list[tuple[str, str]]:
     async with (
         bench_service("services.fairness") as (fairness, backend),
         bench_service("services.rules_gin", {"FAIRNESS_ADDRESS": fairness.address}) as (rules, _),
-        grpc.aio.insecure_channel(fairness.address) as fairness_channel,
-        grpc.aio.insecure_channel(rules.address) as rules_channel,
+        backend_channel(fairness.address, "matchmaking") as fairness_channel,
+        Callers(rules.address) as rules_callers,
     ):
+        # Matchmaking commits and creates the matches, the gateway plays them: over mutual TLS as each.
         commit = fairness_pb2_grpc.FairnessServiceStub(fairness_channel).Commit
-        stub = rules_pb2_grpc.RulesServiceStub(rules_channel)
+        stub = rules_callers.stub(rules_pb2_grpc.RulesServiceStub, RULES_CALLERS)
         matches = [await _new_match(stub, commit, f"bench{n}") for n in range(SERVICE_MATCHES)]
         latencies: list[float] = []
         started = time.perf_counter()

@@ -1,15 +1,23 @@
-"""Helpers for benchmarks: percentiles, a service run as its own process, and its memory."""
+"""Helpers for benchmarks: percentiles, a service run as its own process, and its memory.
+
+Services run with mutual TLS, as in production: :func:`bench_service` gives them this run's development
+PKI (:func:`bench_pki`), and a benchmark calls them as a given identity with
+:func:`tests.support.backend_channel` or :class:`tests.callers.Callers`.
+"""
 
 from __future__ import annotations
 
+import atexit
 import base64
 import contextlib
 import os
+import shutil
 import tempfile
 from collections.abc import AsyncIterator, Mapping, Sequence
+from pathlib import Path
 
 from clients.load.procstat import read_sample
-from tests.support import ServiceProcess
+from tests.support import ServiceProcess, tls_dir, use_session_pki
 
 
 def percentile(sorted_values: Sequence[float], fraction: float) -> float:
@@ -26,12 +34,25 @@ def rss_mib(pid: int) -> float:
     return sample.rss_bytes / 2**20 if sample is not None else float("nan")
 
 
+def bench_pki() -> Path:
+    """The development PKI of this run's services and their callers: ``TLS_DIR`` when it is set, else
+    one made in a temporary folder on first use (removed when the process ends), and ``TLS_DIR`` set to
+    it for the services started after."""
+    if not os.environ.get("TLS_DIR", "").strip():
+        directory = Path(tempfile.mkdtemp(prefix="skillclassics-bench-pki-"))
+        atexit.register(shutil.rmtree, directory, True)
+        use_session_pki(directory)
+    return tls_dir()
+
+
 @contextlib.asynccontextmanager
 async def bench_service(
     module: str, env: Mapping[str, str] | None = None
 ) -> AsyncIterator[tuple[ServiceProcess, str]]:
     """Run ``module`` as its own process with a scratch data folder, quiet logs, and the database named by
-    ``BENCH_DATABASE_URL`` (default: SQLite in the scratch folder); yields it and the backend's name."""
+    ``BENCH_DATABASE_URL`` (default: SQLite in the scratch folder) and mutual TLS from :func:`bench_pki`;
+    yields it and the backend's name."""
+    bench_pki()
     with tempfile.TemporaryDirectory() as data_dir:
         settings = {"DATA_DIR": data_dir, "LOG_LEVEL": "warning", "DATABASE_URL": "", **(env or {})}
         database = os.environ.get("BENCH_DATABASE_URL", "")

@@ -161,6 +161,12 @@ class FairnessStore:
     ) -> tuple[IssuedDraw, bool]:
         """Issue the next draw of ``stream`` (or return draw ``index`` if already issued).
 
+        The draws of a stream are issued in order with no gaps (docs/fairness.md, "Draw order"):
+        ``index`` unset or equal to the number already issued issues the next draw; an index already
+        issued returns its recorded draw (an idempotent retry; the same kind, count and bound, or it is
+        refused), even after the finish; a later index is refused and records nothing, so no draw can be
+        made ahead of the game. After the finish no new draw is issued.
+
         Returns the draw and whether it was issued now.
         """
 
@@ -185,7 +191,8 @@ class FairnessStore:
                 raise FailedPrecondition(f"match {match_id} is finished; no more draws")
             if index is not None and index > next_index:
                 raise FailedPrecondition(
-                    f"draw {index} of stream {stream} cannot be issued before draw {next_index}"
+                    f"draw {index} of stream {stream} cannot be issued before draw {next_index}: a "
+                    f"stream's draws are issued in order with no gaps, and its next index is {next_index}"
                 )
             key = self._keys.get(match_id)
             if key is None:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-import grpc
 import pytest
 
 from libs.runtime import RunningServer
-from tests.services.clock.support import Stub, start
+from tests.services.clock.support import OWNER, Stub, start
+from tests.support import backend_channel
 
 
 @pytest.fixture
@@ -20,5 +20,5 @@ async def server(database_url: str) -> AsyncIterator[RunningServer]:
 
 @pytest.fixture
 async def stub(server: RunningServer) -> AsyncIterator[Stub]:
-    async with grpc.aio.insecure_channel(server.address) as channel:
+    async with backend_channel(server.address, OWNER) as channel:  # a rules shard, calling for its timers
         yield Stub(channel)

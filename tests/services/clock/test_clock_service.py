@@ -12,7 +12,7 @@ from skillclassics.clock.v1 import clock_pb2 as pb
 from libs.runtime import RunningServer
 from tests.services.clock.support import OWNER, Stub, arm, collect, now_ms, parts, stored
 from tests.services.clock.support import start as _start
-from tests.support import ServiceProcess
+from tests.support import ServiceProcess, backend_channel
 
 
 async def test_timers_fire_in_deadline_order_with_their_payloads(stub: Stub) -> None:
@@ -66,15 +66,18 @@ async def test_unacknowledged_expirations_are_redelivered_until_acked(stub: Stub
     assert [e.timer.timer_id for e in await collect(stub, 2, within=0.5)] == ["b"]
 
 
-async def test_watchers_see_only_their_owner_and_every_watcher_gets_each_expiry(stub: Stub) -> None:
-    one = asyncio.ensure_future(collect(stub, 1))
-    two = asyncio.ensure_future(collect(stub, 1))
-    other = asyncio.ensure_future(collect(stub, 1, within=0.8, owner="rules-go-0"))
-    await asyncio.sleep(0.1)
-    await arm(stub, "shared", 50)
-    assert [e.timer.timer_id for e in await one] == ["shared"]
-    assert [e.timer.timer_id for e in await two] == ["shared"]
-    assert await other == []
+async def test_watchers_see_only_their_owner_and_every_watcher_gets_each_expiry(
+    server: RunningServer, stub: Stub
+) -> None:
+    async with backend_channel(server.address, "rules-go-0") as channel:  # another shard, for its own
+        one = asyncio.ensure_future(collect(stub, 1))
+        two = asyncio.ensure_future(collect(stub, 1))
+        other = asyncio.ensure_future(collect(Stub(channel), 1, within=0.8, owner="rules-go-0"))
+        await asyncio.sleep(0.1)
+        await arm(stub, "shared", 50)
+        assert [e.timer.timer_id for e in await one] == ["shared"]
+        assert [e.timer.timer_id for e in await two] == ["shared"]
+        assert await other == []
 
 
 async def test_ack_before_expiry_is_refused(stub: Stub) -> None:
@@ -89,24 +92,33 @@ async def test_ack_before_expiry_is_refused(stub: Stub) -> None:
 
 
 @pytest.mark.parametrize(
-    ("owner", "timer_id", "offset_ms", "payload", "reason"),
+    ("owner", "timer_id", "offset_ms", "payload", "code", "reason"),
     [
-        ("", "t", 1000, b"", "owner"),
-        (OWNER, "", 1000, b"", "timer_id"),
-        (OWNER, "has space", 1000, b"", "timer_id"),
-        ("o" * 129, "t", 1000, b"", "owner"),
-        (OWNER, "t", 1000, b"x" * 4097, "payload"),
-        (OWNER, "t", -3_600_000, b"", "in the past"),
-        (OWNER, "t", 8 * 24 * 3600 * 1000, b"", "7 days"),
+        # A shard arms only its own timers: an owner that is not the caller (empty, too long) is refused
+        # by the authorisation check before the service sees it.
+        ("", "t", 1000, b"", "PERMISSION_DENIED", "its own timers"),
+        (OWNER, "", 1000, b"", "INVALID_ARGUMENT", "timer_id"),
+        (OWNER, "has space", 1000, b"", "INVALID_ARGUMENT", "timer_id"),
+        ("o" * 129, "t", 1000, b"", "PERMISSION_DENIED", "its own timers"),
+        (OWNER, "t", 1000, b"x" * 4097, "INVALID_ARGUMENT", "payload"),
+        (OWNER, "t", -3_600_000, b"", "INVALID_ARGUMENT", "in the past"),
+        (OWNER, "t", 8 * 24 * 3600 * 1000, b"", "INVALID_ARGUMENT", "7 days"),
     ],
 )
 async def test_bad_arms_are_refused_and_store_nothing(
-    stub: Stub, database_url: str, owner: str, timer_id: str, offset_ms: int, payload: bytes, reason: str
+    stub: Stub,
+    database_url: str,
+    owner: str,
+    timer_id: str,
+    offset_ms: int,
+    payload: bytes,
+    code: str,
+    reason: str,
 ) -> None:
     request = pb.ArmRequest(owner=owner, timer_id=timer_id, deadline_ms=now_ms() + offset_ms, payload=payload)
     with pytest.raises(grpc.aio.AioRpcError) as caught:
         await stub.Arm(request)
-    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert caught.value.code() == grpc.StatusCode[code]
     assert reason in (caught.value.details() or "")
     assert await stored(database_url) == []
 
@@ -140,9 +152,15 @@ async def test_a_refused_rearm_leaves_the_armed_timer_as_it_was(
     )
 
 
-@pytest.mark.parametrize(("owner", "timer_id", "reason"), [("", "t", "owner"), (OWNER, "", "timer_id")])
+@pytest.mark.parametrize(
+    ("owner", "timer_id", "code", "reason"),
+    [
+        ("", "t", "PERMISSION_DENIED", "may only use its own timers"),  # refused by the authorisation check
+        (OWNER, "", "INVALID_ARGUMENT", "timer_id must be 1-128 characters"),
+    ],
+)
 async def test_cancel_and_ack_refuse_an_empty_owner_or_id(
-    stub: Stub, database_url: str, owner: str, timer_id: str, reason: str
+    stub: Stub, database_url: str, owner: str, timer_id: str, code: str, reason: str
 ) -> None:
     await arm(stub, "t", 60_000)
     calls = [
@@ -152,17 +170,18 @@ async def test_cancel_and_ack_refuse_an_empty_owner_or_id(
     for call in calls:
         with pytest.raises(grpc.aio.AioRpcError) as caught:
             await call
-        assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-        assert f"{reason} must be 1-128 characters" in (caught.value.details() or "")
+        assert caught.value.code() == grpc.StatusCode[code]
+        assert reason in (caught.value.details() or "")
     assert [row.timer_id for row in await stored(database_url)] == ["t"]
 
 
 async def test_watching_refuses_an_empty_owner(stub: Stub) -> None:
+    # No shard is called "": the authorisation check refuses the watch before the service sees it.
     call = stub.WatchExpirations(pb.WatchExpirationsRequest(owner=""))
     with pytest.raises(grpc.aio.AioRpcError) as caught:
         await call.read()
-    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert "owner must be 1-128 characters" in (caught.value.details() or "")
+    assert caught.value.code() == grpc.StatusCode.PERMISSION_DENIED
+    assert "may only use its own timers" in (caught.value.details() or "")
 
 
 async def test_cancelling_a_fired_unacknowledged_timer_removes_it_for_good(
@@ -195,7 +214,7 @@ async def test_now_is_the_service_time(stub: Stub) -> None:
 
 async def test_draining_ends_watch_streams_with_unavailable(database_url: str) -> None:
     running = await _start(database_url)
-    async with grpc.aio.insecure_channel(running.address) as channel:
+    async with backend_channel(running.address, OWNER) as channel:
         call = Stub(channel).WatchExpirations(pb.WatchExpirationsRequest(owner=OWNER))
         await asyncio.sleep(0.1)
         stopping = asyncio.ensure_future(running.stop(grace=5))
@@ -234,7 +253,7 @@ async def test_a_write_after_the_writer_closed_is_unavailable_not_internal(
 
 async def test_a_restart_fires_every_timer_it_had_late_ones_marked(database_url: str) -> None:
     first = await _start(database_url)
-    async with grpc.aio.insecure_channel(first.address) as channel:
+    async with backend_channel(first.address, OWNER) as channel:
         stub = Stub(channel)
         await arm(stub, "acked", 10)
         [done] = await collect(stub, 1)
@@ -245,7 +264,7 @@ async def test_a_restart_fires_every_timer_it_had_late_ones_marked(database_url:
     await asyncio.sleep(0.3)
     second = await _start(database_url)
     try:
-        async with grpc.aio.insecure_channel(second.address) as channel:
+        async with backend_channel(second.address, OWNER) as channel:
             fired = await collect(Stub(channel), 2, within=4.0)
         assert [e.timer.timer_id for e in fired] == ["during-downtime", "after-restart"]
         assert fired[0].late
@@ -260,7 +279,7 @@ async def test_kill_9_loses_no_timer_and_acked_ones_stay_acked(tmp_path: Path, d
 
 async def _kill_9(tmp_path: Path, database_url: str) -> None:
     async with ServiceProcess("services.clock", {"DATABASE_URL": database_url}) as service:
-        async with grpc.aio.insecure_channel(service.address) as channel:
+        async with backend_channel(service.address, OWNER) as channel:
             stub = Stub(channel)
             for i in range(5):
                 await arm(stub, f"early-{i}", 10 + i)
@@ -273,7 +292,7 @@ async def _kill_9(tmp_path: Path, database_url: str) -> None:
         service.kill()
         await asyncio.sleep(0.6)
         await service.start()
-        async with grpc.aio.insecure_channel(service.address) as channel:
+        async with backend_channel(service.address, OWNER) as channel:
             fired = await collect(Stub(channel), 12, within=4.0)
     names = [e.timer.timer_id for e in fired]
     assert sorted(names) == sorted([e.timer.timer_id for e in early[3:]] + [f"late-{i}" for i in range(10)])

@@ -22,9 +22,11 @@ from libs.persistence import Database
 from libs.persistence.schema import fairness_commitments
 from libs.runtime import RunningServer
 from libs.runtime.config import ConfigError, sqlite_url
+from libs.runtime.pki import development_certificates
 from services.fairness.seed_vault import DEV_KEY_FILE, SeedVault, SeedVaultError, key_id
 from services.fairness.service import FairnessService
-from tests.support import ROOT, start_in_process
+from tests.callers import Callers, fairness_callers
+from tests.support import ROOT, start_in_process, tls_dir
 
 KEY_A = bytes(range(32))
 KEY_B = bytes(range(100, 132))
@@ -32,6 +34,8 @@ KEY_C = bytes(range(200, 232))
 SEED = bytes(range(7, 39))
 
 Stub = fairness_pb2_grpc.FairnessServiceStub
+CALLERS = fairness_callers("rules-gin-0")
+"""Each method as its real caller calls it (rules-gin-0 owns the matches ``gin.0.*`` named below)."""
 
 
 def b64(key: bytes) -> str:
@@ -178,10 +182,10 @@ async def test_the_service_keeps_drawing_and_revealing_across_a_key_rotation(tmp
     url = sqlite_url(tmp_path / "fairness.db")
     first = await _start(url, tmp_path, {"FAIRNESS_SEED_KEY": b64(KEY_A)})
     try:
-        async with grpc.aio.insecure_channel(first.address) as channel:
-            stub = Stub(channel)
-            await stub.Commit(pb.CommitRequest(match_id="old", idempotency_key="k"))
-            old_first = (await stub.Draw(_dice("old"))).draw
+        async with Callers(first.address) as callers:
+            stub = callers.stub(Stub, CALLERS)
+            await stub.Commit(pb.CommitRequest(match_id="gin.0.old", idempotency_key="k"))
+            old_first = (await stub.Draw(_dice("gin.0.old"))).draw
     finally:
         await first.stop(grace=1)
 
@@ -189,42 +193,42 @@ async def test_the_service_keeps_drawing_and_revealing_across_a_key_rotation(tmp
         url, tmp_path, {"FAIRNESS_SEED_KEY": b64(KEY_B), "FAIRNESS_OLD_SEED_KEYS": b64(KEY_A)}
     )
     try:
-        async with grpc.aio.insecure_channel(rotated.address) as channel:
-            stub = Stub(channel)
-            await stub.Commit(pb.CommitRequest(match_id="new", idempotency_key="k"))
-            await stub.Draw(_dice("new"))
-            assert (await stub.Draw(_dice("old", index=0))).draw == old_first
-            assert (await stub.Draw(_dice("old"))).draw.index == 1  # the old seed still opens
-            for match_id in ("old", "new"):
+        async with Callers(rotated.address) as callers:
+            stub = callers.stub(Stub, CALLERS)
+            await stub.Commit(pb.CommitRequest(match_id="gin.0.new", idempotency_key="k"))
+            await stub.Draw(_dice("gin.0.new"))
+            assert (await stub.Draw(_dice("gin.0.old", index=0))).draw == old_first
+            assert (await stub.Draw(_dice("gin.0.old"))).draw.index == 1  # the old seed still opens
+            for match_id in ("gin.0.old", "gin.0.new"):
                 await stub.Finish(pb.FinishRequest(match_id=match_id))
                 revealed = await stub.Reveal(pb.RevealRequest(match_id=match_id))
                 assert verify(Proof.from_json(revealed.proof_json)).ok, match_id
     finally:
         await rotated.stop(grace=1)
-    assert await _sealed_with(url) == {"old": key_id(KEY_A), "new": key_id(KEY_B)}
+    assert await _sealed_with(url) == {"gin.0.old": key_id(KEY_A), "gin.0.new": key_id(KEY_B)}
 
 
 async def test_a_service_missing_the_old_key_issues_nothing_for_its_matches(tmp_path: Path) -> None:
     url = sqlite_url(tmp_path / "fairness.db")
     first = await _start(url, tmp_path, {"FAIRNESS_SEED_KEY": b64(KEY_A)})
     try:
-        async with grpc.aio.insecure_channel(first.address) as channel:
-            stub = Stub(channel)
-            await stub.Commit(pb.CommitRequest(match_id="m", idempotency_key="k"))
-            issued = (await stub.Draw(_dice("m"))).draw
+        async with Callers(first.address) as callers:
+            stub = callers.stub(Stub, CALLERS)
+            await stub.Commit(pb.CommitRequest(match_id="gin.0.m", idempotency_key="k"))
+            issued = (await stub.Draw(_dice("gin.0.m"))).draw
     finally:
         await first.stop(grace=1)
 
     dropped = await _start(url, tmp_path, {"FAIRNESS_SEED_KEY": b64(KEY_B)})
     try:
-        async with grpc.aio.insecure_channel(dropped.address) as channel:
-            stub = Stub(channel)
-            before = await stub.GetCommitment(pb.GetCommitmentRequest(match_id="m"))
+        async with Callers(dropped.address) as callers:
+            stub = callers.stub(Stub, CALLERS)
+            before = await stub.GetCommitment(pb.GetCommitmentRequest(match_id="gin.0.m"))
             with pytest.raises(grpc.aio.AioRpcError) as caught:
-                await stub.Draw(_dice("m"))
+                await stub.Draw(_dice("gin.0.m"))
             assert caught.value.code() == grpc.StatusCode.INTERNAL
-            assert (await stub.Draw(_dice("m", index=0))).draw == issued  # the record needs no key
-            assert await stub.GetCommitment(pb.GetCommitmentRequest(match_id="m")) == before
+            assert (await stub.Draw(_dice("gin.0.m", index=0))).draw == issued  # the record needs no key
+            assert await stub.GetCommitment(pb.GetCommitmentRequest(match_id="gin.0.m")) == before
     finally:
         await dropped.stop(grace=1)
 
@@ -233,21 +237,21 @@ async def test_the_service_in_development_keeps_its_generated_key_across_restart
     url = sqlite_url(tmp_path / "fairness.db")
     first = await _start(url, tmp_path, {})
     try:
-        async with grpc.aio.insecure_channel(first.address) as channel:
-            stub = Stub(channel)
-            await stub.Commit(pb.CommitRequest(match_id="dev", idempotency_key="k"))
-            await stub.Draw(_dice("dev"))
+        async with Callers(first.address) as callers:
+            stub = callers.stub(Stub, CALLERS)
+            await stub.Commit(pb.CommitRequest(match_id="gin.0.dev", idempotency_key="k"))
+            await stub.Draw(_dice("gin.0.dev"))
     finally:
         await first.stop(grace=1)
     key = (tmp_path / DEV_KEY_FILE).read_text()
 
     second = await _start(url, tmp_path, {})
     try:
-        async with grpc.aio.insecure_channel(second.address) as channel:
-            stub = Stub(channel)
-            assert (await stub.Draw(_dice("dev"))).draw.index == 1  # the seed opens after the restart
-            await stub.Finish(pb.FinishRequest(match_id="dev"))
-            revealed = await stub.Reveal(pb.RevealRequest(match_id="dev"))
+        async with Callers(second.address) as callers:
+            stub = callers.stub(Stub, CALLERS)
+            assert (await stub.Draw(_dice("gin.0.dev"))).draw.index == 1  # the seed opens after the restart
+            await stub.Finish(pb.FinishRequest(match_id="gin.0.dev"))
+            revealed = await stub.Reveal(pb.RevealRequest(match_id="gin.0.dev"))
             assert verify(Proof.from_json(revealed.proof_json)).ok
     finally:
         await second.stop(grace=1)
@@ -256,6 +260,7 @@ async def test_the_service_in_development_keeps_its_generated_key_across_restart
 
 async def test_the_service_process_refuses_to_start_in_production_without_a_key(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("FAIRNESS_")}
+    certificates = development_certificates(tls_dir(), "fairness")
     env.update(
         SKILLCLASSICS_ENV="production",  # how a service knows it is in production (libs/runtime/config.py)
         DATABASE_URL=sqlite_url(tmp_path / "fairness.db"),
@@ -263,6 +268,11 @@ async def test_the_service_process_refuses_to_start_in_production_without_a_key(
         GRPC_PORT="0",
         METRICS_PORT="-1",
         LOG_FORMAT="json",
+        # Production's certificate files (mounted in production; here the session PKI's), so that the
+        # service gets as far as its seed key.
+        TLS_CA_FILE=str(certificates.ca),
+        TLS_CERT_FILE=str(certificates.certificate),
+        TLS_KEY_FILE=str(certificates.key),
     )
     done = await asyncio.to_thread(
         subprocess.run,

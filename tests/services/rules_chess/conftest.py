@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-import grpc
 import pytest
 from skillclassics.rules.v1 import rules_pb2_grpc
 
 from libs.runtime import RunningServer
 from services.rules_chess.service import chess_rules_service
+from tests.callers import RULES_CALLERS, Callers
 from tests.support import start_in_process
 
 
@@ -26,5 +26,6 @@ async def server(database_url: str) -> AsyncIterator[RunningServer]:
 
 @pytest.fixture
 async def stub(server: RunningServer) -> AsyncIterator[rules_pb2_grpc.RulesServiceStub]:
-    async with grpc.aio.insecure_channel(server.address) as channel:
-        yield rules_pb2_grpc.RulesServiceStub(channel)
+    """Each method called as its real caller: matchmaking creates, the gateway plays, the operator lists."""
+    async with Callers(server.address) as callers:
+        yield callers.stub(rules_pb2_grpc.RulesServiceStub, RULES_CALLERS)

@@ -15,8 +15,9 @@ from skillclassics.rules.v1 import rules_pb2_grpc
 from libs.match.service import RulesService
 from libs.runtime import RunningServer
 from services.rules_chess.service import chess_rules_service
+from tests.callers import RULES_CALLERS, Callers
 from tests.services.rules_chess.conftest import start_rules_chess
-from tests.support import ServiceProcess, start_in_process
+from tests.support import ServiceProcess, backend_channel, start_in_process
 
 ROOT = Path(__file__).resolve().parents[3]
 Stub = rules_pb2_grpc.RulesServiceStub
@@ -437,8 +438,8 @@ async def test_a_write_after_the_writer_closed_is_unavailable_not_internal(
 
 async def test_a_restart_resumes_every_match_with_its_clocks(database_url: str) -> None:
     first = await start_rules_chess(database_url)
-    async with grpc.aio.insecure_channel(first.address) as channel:
-        stub = Stub(channel)
+    async with Callers(first.address) as callers:
+        stub = callers.stub(Stub, RULES_CALLERS)
         match_id = await create(stub)
         await play(stub, match_id, "e4", "e5", "Nf3")
         before = await get(stub, match_id)
@@ -446,8 +447,8 @@ async def test_a_restart_resumes_every_match_with_its_clocks(database_url: str) 
     await asyncio.sleep(0.3)
     second = await start_rules_chess(database_url)
     try:
-        async with grpc.aio.insecure_channel(second.address) as channel:
-            stub = Stub(channel)
+        async with Callers(second.address) as callers:
+            stub = callers.stub(Stub, RULES_CALLERS)
             after = await get(stub, match_id)
             assert after.sequence == before.sequence
             assert list(after.view.chess.moves_san) == ["e4", "e5", "Nf3"]
@@ -464,8 +465,8 @@ async def test_a_restart_resumes_every_match_with_its_clocks(database_url: str) 
 
 async def test_list_matches_serves_every_status_with_its_filter(database_url: str) -> None:
     first = await start_rules_chess(database_url)
-    async with grpc.aio.insecure_channel(first.address) as channel:
-        stub = Stub(channel)
+    async with Callers(first.address) as callers:
+        stub = callers.stub(Stub, RULES_CALLERS)
         finished = await create(stub)
         await play(stub, finished, "f3", "e5", "g4", "Qh4#")
         aborted = await create(stub, first_move_timeout_ms=300)
@@ -489,8 +490,8 @@ async def test_list_matches_serves_every_status_with_its_filter(database_url: st
     # After a restart only the unfinished matches are in memory: the listing comes from the database.
     second = await start_rules_chess(database_url)
     try:
-        async with grpc.aio.insecure_channel(second.address) as channel:
-            await _check_listing(Stub(channel), expected)
+        async with Callers(second.address) as callers:
+            await _check_listing(callers.stub(Stub, RULES_CALLERS), expected)
     finally:
         await second.stop(grace=0.5)
 
@@ -536,8 +537,8 @@ async def _kill_9(database_url: str, tmp_path: Path) -> None:
         return loop.time() * 1000
 
     async with ServiceProcess("services.rules_chess", {"DATABASE_URL": database_url}) as service:
-        async with grpc.aio.insecure_channel(service.address) as channel:
-            stub = Stub(channel)
+        async with Callers(service.address) as callers:
+            stub = callers.stub(Stub, RULES_CALLERS)
             match_id = await create(stub)
             acknowledged = ["e4", "e5", "Nf3", "Nc6", "Bc4"]
             await play(stub, match_id, *acknowledged)
@@ -546,8 +547,8 @@ async def _kill_9(database_url: str, tmp_path: Path) -> None:
             answered_before = now_ms()
         service.kill()
         await service.start()
-        async with grpc.aio.insecure_channel(service.address) as channel:
-            stub = Stub(channel)
+        async with Callers(service.address) as callers:
+            stub = callers.stub(Stub, RULES_CALLERS)
             asked_after = now_ms()
             after = await get(stub, match_id)
             answered_after = now_ms()
@@ -578,13 +579,13 @@ async def test_wake_ups_come_from_the_clock_service(database_url: str) -> None:
     clock = await start_in_process("clock", ClockService, database_url)
     rules = await start_rules_chess(database_url, {"CLOCK_ADDRESS": clock.address})
     try:
-        async with grpc.aio.insecure_channel(rules.address) as channel:
-            stub = Stub(channel)
+        async with Callers(rules.address) as callers:
+            stub = callers.stub(Stub, RULES_CALLERS)
             match_id = await create(stub, base_ms=300)
             reply = await play(stub, match_id, "d4")
             updates = await watch(stub, match_id, reply.sequence, reply.sequence + 1)
             assert updates[-1].result.termination == pb.TERMINATION_TIMEOUT
-        async with grpc.aio.insecure_channel(clock.address) as channel:
+        async with backend_channel(clock.address, "rules-chess-0") as channel:  # the shard, for its timers
             # The expiry is acknowledged once handled: soon nothing is pending for the rules shard.
             clock_stub = clock_pb2_grpc.ClockServiceStub(channel)
             # Each look waits 0.2 s for a pending expiry; the acknowledgement may still be in flight,
@@ -621,15 +622,15 @@ async def test_results_reach_the_fairness_service_even_after_it_was_down(
     }
     async with ServiceProcess("services.fairness", fairness_env) as fairness:
         match_id = new_id()
-        async with grpc.aio.insecure_channel(fairness.address) as channel:
+        async with backend_channel(fairness.address, "matchmaking") as channel:
             committed = await fairness_pb2_grpc.FairnessServiceStub(channel).Commit(
                 fairness_pb2.CommitRequest(match_id=match_id, idempotency_key="k")
             )
         fairness.kill()  # the fairness service is down when the match ends
         rules = await start_rules_chess(database_url, {"FAIRNESS_ADDRESS": fairness.address})
         try:
-            async with grpc.aio.insecure_channel(rules.address) as channel:
-                stub = Stub(channel)
+            async with Callers(rules.address) as callers:
+                stub = callers.stub(Stub, RULES_CALLERS)
                 request = pb.CreateMatchRequest(
                     match_id=match_id,
                     seats=[
@@ -643,7 +644,7 @@ async def test_results_reach_the_fairness_service_even_after_it_was_down(
                 await stub.CreateMatch(request)
                 await play(stub, match_id, "f3", "e5", "g4", "Qh4#")
             await fairness.start()
-            async with grpc.aio.insecure_channel(fairness.address) as channel:
+            async with backend_channel(fairness.address, "rules-chess-0") as channel:  # the match's shard
                 fairness_stub = fairness_pb2_grpc.FairnessServiceStub(channel)
                 for _ in range(50):
                     status = await fairness_stub.GetCommitment(

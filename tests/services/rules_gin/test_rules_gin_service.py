@@ -23,7 +23,7 @@ from libs.fairness import Proof, verify
 from libs.runtime import RunningServer
 from services.fairness.service import FairnessService
 from services.rules_gin.service import gin_rules_service
-from tests.support import start_in_process
+from tests.support import backend_channel, start_in_process
 
 Stub = rules_pb2_grpc.RulesServiceStub
 SEED_KEY = base64.b64encode(bytes(range(32))).decode()
@@ -55,11 +55,11 @@ async def stack(database_url: str, tmp_path: Path) -> AsyncIterator[Stack]:
 
 async def create(stack: Stack, variant: gin_pb2.Variant.ValueType = gin_pb2.VARIANT_STANDARD) -> str:
     match_id = f"gin.0.{uuid.uuid4().hex[:12]}"
-    async with grpc.aio.insecure_channel(stack.fairness.address) as channel:
+    async with backend_channel(stack.fairness.address, "matchmaking") as channel:
         commitment = await fairness_pb2_grpc.FairnessServiceStub(channel).Commit(
             fairness_pb2.CommitRequest(match_id=match_id, idempotency_key=match_id)
         )
-    async with grpc.aio.insecure_channel(stack.rules.address) as channel:
+    async with backend_channel(stack.rules.address, "matchmaking") as channel:
         await Stub(channel).CreateMatch(
             pb.CreateMatchRequest(
                 match_id=match_id,
@@ -91,7 +91,7 @@ def greedy(update: pb.MatchUpdate) -> str:
 
 
 async def test_a_gin_match_needs_a_fairness_commitment(stack: Stack) -> None:
-    async with grpc.aio.insecure_channel(stack.rules.address) as channel:
+    async with backend_channel(stack.rules.address, "matchmaking") as channel:
         with pytest.raises(grpc.aio.AioRpcError) as refused:
             await Stub(channel).CreateMatch(
                 pb.CreateMatchRequest(
@@ -109,7 +109,7 @@ async def test_a_gin_match_needs_a_fairness_commitment(stack: Stack) -> None:
 async def test_a_whole_match_is_dealt_from_the_fairness_stream_and_never_leaks_a_hand(stack: Stack) -> None:
     match_id = await create(stack)
     seen: dict[int, list[pb.MatchUpdate]] = {0: [], 1: []}
-    async with grpc.aio.insecure_channel(stack.rules.address) as channel:
+    async with backend_channel(stack.rules.address, "gateway") as channel:  # playing for both seats
         stub = Stub(channel)
         state = await stub.GetMatch(pb.GetMatchRequest(match_id=match_id, seat=0))
         update = state.update
@@ -155,7 +155,7 @@ async def test_a_whole_match_is_dealt_from_the_fairness_stream_and_never_leaks_a
 
     # The deals are the fairness stream's: the revealed proof verifies, and each hand's cards as
     # dealt are recomputed from its shuffle (docs/gin.md: the non-dealer gets cards 0, 2, ..., 18).
-    async with grpc.aio.insecure_channel(stack.fairness.address) as channel:
+    async with backend_channel(stack.fairness.address, "gateway") as channel:  # as for a player's proof
         fairness = fairness_pb2_grpc.FairnessServiceStub(channel)
         for _ in range(50):
             try:
@@ -200,7 +200,7 @@ def _current_hand_cards(view: gin_pb2.GinView) -> set[str]:
 
 async def test_illegal_and_malformed_actions_get_readable_statuses(stack: Stack) -> None:
     match_id = await create(stack)
-    async with grpc.aio.insecure_channel(stack.rules.address) as channel:
+    async with backend_channel(stack.rules.address, "gateway") as channel:  # playing for both seats
         stub = Stub(channel)
         update = (await stub.GetMatch(pb.GetMatchRequest(match_id=match_id, seat=0))).update
         mover = update.to_move
@@ -229,7 +229,7 @@ async def test_a_restart_replays_the_deal_from_the_log_and_draws_nothing_again(
     database_url: str, stack: Stack
 ) -> None:
     match_id = await create(stack)
-    async with grpc.aio.insecure_channel(stack.rules.address) as channel:
+    async with backend_channel(stack.rules.address, "gateway") as channel:  # playing for both seats
         stub = Stub(channel)
         for _ in range(6):
             update = (await stub.GetMatch(pb.GetMatchRequest(match_id=match_id, seat=0))).update
@@ -245,7 +245,7 @@ async def test_a_restart_replays_the_deal_from_the_log_and_draws_nothing_again(
     stack.rules = await start_in_process(
         "rules-gin", gin_rules_service, database_url, {"FAIRNESS_ADDRESS": stack.fairness.address}
     )
-    async with grpc.aio.insecure_channel(stack.rules.address) as channel:
+    async with backend_channel(stack.rules.address, "gateway") as channel:  # playing for both seats
         stub = Stub(channel)
         for seat in (0, 1):
             after = (await stub.GetMatch(pb.GetMatchRequest(match_id=match_id, seat=seat))).update
@@ -256,7 +256,7 @@ async def test_a_restart_replays_the_deal_from_the_log_and_draws_nothing_again(
 
 
 async def _draws_issued(stack: Stack, match_id: str) -> dict[str, int]:
-    async with grpc.aio.insecure_channel(stack.fairness.address) as channel:
+    async with backend_channel(stack.fairness.address, "operator") as channel:
         progress = await fairness_pb2_grpc.FairnessServiceStub(channel).GetCommitment(
             fairness_pb2.GetCommitmentRequest(match_id=match_id)
         )
