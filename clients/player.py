@@ -46,7 +46,9 @@ from skillclassics.gateway.v1 import gateway_pb2_grpc
 from skillclassics.matchmaking.v1 import matchmaking_pb2 as mm
 from skillclassics.rules.v1 import rules_pb2
 
+from clients.fairness import FairnessBook, FairnessCheck, MatchFairness, check_proof
 from clients.families import UnknownFamily, family_of_match
+from libs.fairness import Proof
 
 __all__ = [
     "DEFAULT_GATEWAY",
@@ -85,20 +87,20 @@ class DevKeyMissing(Exception):
 
 
 def development_token(player_id: str, env: Mapping[str, str], ttl_s: int = 24 * 3600) -> str:
-    """A development token for ``player_id``, signed with the key the local stack's gateway uses:
-    ``GATEWAY_TOKEN_KEY``, or the key file under ``DATA_DIR`` (default ``./data``) that ``make run``
-    wrote. Unlike the gateway this never generates a key (a fresh key's tokens would be refused):
-    :class:`DevKeyMissing` when there is none. ``ValueError`` for a malformed key or player id."""
+    """A development token for ``player_id``, signed with the development key the local stack's gateway
+    trusts: the key file under ``DATA_DIR`` (default ``./data``) that ``make run`` wrote. Unlike the
+    gateway this never generates a key (a fresh key's tokens would be refused): :class:`DevKeyMissing`
+    when there is none. ``ValueError`` for a malformed key or player id, or in production."""
     from services.gateway import tokens  # minting is the gateway's own; only development uses it here
 
     data_dir = Path(env.get("DATA_DIR") or "data")
     key_file = data_dir / tokens.DEV_KEY_FILE
-    if not env.get(tokens.KEY_VARIABLE, "").strip() and not key_file.exists():
+    if not key_file.exists():
         raise DevKeyMissing(
-            f"no development key: {tokens.KEY_VARIABLE} is not set and {key_file} does not exist "
+            f"no development key: {key_file} does not exist "
             "(start the stack with `make run` from this folder first, or set DATA_DIR)"
         )
-    key = tokens.token_key(env, data_dir)
+    key = tokens.token_key(env, data_dir, create=False)
     return tokens.mint_token(key, player_id, ttl_s, int(time.time()))
 
 
@@ -244,6 +246,7 @@ class PlayerSession:
         *,
         retry: RetryPolicy | None = None,
         channel: grpc.aio.Channel | None = None,
+        fairness_book: FairnessBook | None = None,
     ) -> None:
         self.address = address
         self.retry = retry or RetryPolicy()
@@ -253,6 +256,12 @@ class PlayerSession:
         self._metadata = (("authorization", f"Bearer {token}"),)
         self._seeded: set[str] = set()
         """Matches this session has contributed a client seed to."""
+        self._fairness: dict[str, MatchFairness] = {}
+        """What this session recorded about each match's fairness stream (matches with chance only)."""
+        self.fairness_book = fairness_book
+        """Where records are kept across sessions (per player: saved once :meth:`whoami` named them)."""
+        self.fairness_save_error: OSError | None = None
+        """The last failure to save a record to :attr:`fairness_book` (play goes on without it)."""
         self.player_id: str | None = None
         """Set by :meth:`whoami`."""
 
@@ -288,7 +297,14 @@ class PlayerSession:
     async def whoami(self) -> gw.WhoAmIResponse:
         """The signed-in player (also remembered as :attr:`player_id`)."""
         reply: gw.WhoAmIResponse = await self._call(self._stub.WhoAmI, gw.WhoAmIRequest(), repeatable=True)
+        known = self.player_id == reply.player_id
         self.player_id = reply.player_id
+        if not known and self.fairness_book is not None:
+            for match_id, record in list(self._fairness.items()):  # recorded before we knew who we are
+                earlier = self.fairness_book.load(reply.player_id, match_id)
+                if earlier is not None:
+                    record.merge(earlier)
+                self._recorded(record)
         return reply
 
     async def ratings(self) -> gw.GetRatingsResponse:
@@ -409,6 +425,7 @@ class PlayerSession:
         while True:
             try:
                 reply: gw.GetMatchResponse = await self._call(self._stub.GetMatch, request, repeatable=True)
+                self.observe(match_id, reply.update, seat=reply.seat if reply.HasField("seat") else None)
                 return reply
             except GatewayError as error:
                 if error.code != grpc.StatusCode.NOT_FOUND or time.monotonic() >= deadline:
@@ -440,30 +457,148 @@ class PlayerSession:
         """Mix this player's own random seed (32 fresh random bytes unless given) into the match's
         fairness stream, so that the server could not have chosen the shuffles or dice to suit anybody
         (docs/fairness.md). Only before the match's first draw: False when it came too late or the
-        match draws nothing."""
-        request = gw.AddClientSeedRequest(match_id=match_id, client_seed=seed or secrets.token_bytes(32))
+        match draws nothing. An accepted seed is recorded (:meth:`fairness`)."""
+        seed = seed or secrets.token_bytes(32)
         try:
-            await self._call(self._stub.AddClientSeed, request, repeatable=True)
+            await self._send_seed(match_id, seed)
         except GatewayError as error:
             if error.code in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.NOT_FOUND):
                 return False
             raise
         return True
 
-    async def seed_match(self, match_id: str) -> None:
-        """Contribute a client seed once per match of a family that uses chance (best effort: a match
-        whose seeds do not all arrive is dealt when its seed window ends, protected by the commitment)."""
-        if match_id in self._seeded:
-            return
+    async def _send_seed(self, match_id: str, seed: bytes) -> gw.AddClientSeedResponse:
+        """Send ``seed`` for the caller's seat and record it as accepted (its seat too)."""
+        request = gw.AddClientSeedRequest(match_id=match_id, client_seed=seed)
+        reply: gw.AddClientSeedResponse = await self._call(self._stub.AddClientSeed, request, repeatable=True)
+        record = self._fairness_record(match_id)
+        record.client_seed, record.seed_accepted, record.seed_problem = seed, True, ""
+        record.note_seat(reply.seat)
+        self._recorded(record)
+        return reply
+
+    def uses_chance(self, match_id: str) -> bool:
+        """Whether ``match_id``'s family draws from a fairness stream (as far as the clients know)."""
         try:
-            chance = family_of_match(match_id).uses_chance
+            return family_of_match(match_id).uses_chance
         except UnknownFamily:
-            chance = False
-        if not chance:
+            return False
+
+    async def seed_match(self, match_id: str, *, learn_commitment: bool = True) -> None:
+        """Contribute a client seed once per match of a family that uses chance, and record it (best
+        effort: a match whose seeds do not all arrive is dealt when its seed window ends, protected by
+        the commitment).
+
+        The seed is sent once the match's commitment is known (recorded from ``MatchReady`` or an
+        update; otherwise asked with ``GetMatch`` first, unless ``learn_commitment`` is false), as the
+        scheme wants (docs/fairness.md). It is recorded before it is sent, so that a later session sends
+        the same seed again (accepted as a repeat) rather than a second one (refused); a seed the server
+        accepted is not sent again. A refusal is recorded as the reason the seed is not in."""
+        if match_id in self._seeded or not self.uses_chance(match_id):
             return
         self._seeded.add(match_id)
-        with contextlib.suppress(GatewayError):
-            await self.add_client_seed(match_id)
+        record = self._fairness_record(match_id)
+        if record.client_seed is not None and record.seed_accepted:
+            return
+        if not record.commitment and learn_commitment:
+            with contextlib.suppress(GatewayError):
+                await self.get_match(match_id)  # its update names the commitment (recorded on the way)
+        if record.client_seed is None:
+            record.client_seed = secrets.token_bytes(32)
+            self._recorded(record)
+        try:
+            await self._send_seed(match_id, record.client_seed)
+        except GatewayError as error:
+            record.seed_problem = str(error)
+            self._recorded(record)
+
+    # -- fairness records --------------------------------------------------------------------------------
+
+    def fairness(self, match_id: str) -> MatchFairness | None:
+        """What this session (or, with a :attr:`fairness_book`, an earlier one of the same player)
+        recorded about ``match_id``'s fairness stream: the commitment and format version announced
+        before the first draw, the player's own client seed and the draws the match used. ``None`` when
+        nothing was recorded (a match without chance)."""
+        record = self._fairness.get(match_id)
+        if record is None and self.fairness_book is not None and self.player_id is not None:
+            record = self.fairness_book.load(self.player_id, match_id)
+            if record is not None:
+                self._fairness[match_id] = record
+        return record
+
+    def _fairness_record(self, match_id: str) -> MatchFairness:
+        record = self.fairness(match_id)
+        if record is None:
+            record = self._fairness[match_id] = MatchFairness(match_id)
+        return record
+
+    def _recorded(self, record: MatchFairness) -> None:
+        """``record`` changed: keep it in the book (once the player is known)."""
+        if self.fairness_book is None or self.player_id is None:
+            return
+        try:
+            self.fairness_book.save(self.player_id, record)
+        except (OSError, ValueError) as error:
+            self.fairness_save_error = error if isinstance(error, OSError) else OSError(str(error))
+
+    def note_match_ready(self, ready: mm.MatchReady) -> None:
+        """Record what a ``MatchReady`` announces: the match's commitment, its version and the seat."""
+        if not ready.fairness_commitment:
+            return
+        record = self._fairness_record(ready.match_id)
+        changed = record.note_commitment(ready.fairness_commitment, ready.fairness_version)
+        if record.note_seat(ready.seat) or changed:
+            self._recorded(record)
+
+    def observe(self, match_id: str, update: rules_pb2.MatchUpdate, *, seat: int | None = None) -> None:
+        """Record what an update of ``match_id`` tells about its fairness stream (the commitment, the draw
+        it made); the match streams and :meth:`get_match` call it for every update they return."""
+        drew = update.event.kind == "chance" and update.event.HasField("draw")
+        if update.fairness_commitment or drew:
+            record = self._fairness_record(match_id)
+        elif seat is None or (found := self.fairness(match_id)) is None:
+            return  # nothing about fairness (every update of a chess match)
+        else:
+            record = found
+        changed = record.note_update(update)
+        if seat is not None:
+            changed = record.note_seat(seat) or changed
+        if changed:
+            self._recorded(record)
+
+    async def fairness_proof(self, match_id: str, *, wait_s: float = 0.0) -> gw.GetFairnessProofResponse:
+        """The match's fairness proof (``GetFairnessProof``). ``wait_s``: how long to keep asking while it
+        is not revealed yet (``FAILED_PRECONDITION``: the match just ended and its stream is being
+        finished)."""
+        request = gw.GetFairnessProofRequest(match_id=match_id)
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                reply: gw.GetFairnessProofResponse = await self._call(
+                    self._stub.GetFairnessProof, request, repeatable=True
+                )
+                return reply
+            except GatewayError as error:
+                if error.code != grpc.StatusCode.FAILED_PRECONDITION or time.monotonic() >= deadline:
+                    raise
+                await asyncio.sleep(0.25)
+
+    async def check_fairness(self, match_id: str, *, wait_s: float = 10.0) -> FairnessCheck:
+        """Fetch the match's proof and record and verify the proof against what was recorded here: the
+        commitment announced before the match, the player's own client seed (for their seat) and every
+        draw the match used. :class:`GatewayError` when the proof cannot be had;
+        ``libs.fairness.ProofFormatError`` when it is malformed."""
+        reply = await self.fairness_proof(match_id, wait_s=wait_s)
+        proof = Proof.from_json(reply.proof_json)
+        try:
+            game_record = await self.get_record(match_id)
+        except GatewayError as error:  # the draws the updates showed are checked all the same
+            return check_proof(
+                proof, self.fairness(match_id), None, proof_json=reply.proof_json, record_problem=str(error)
+            )
+        return check_proof(
+            proof, self.fairness(match_id), game_record.fairness_draws, proof_json=reply.proof_json
+        )
 
     def watch_match(self, match_id: str, *, spectator: bool = False, from_sequence: int = 0) -> MatchStream:
         """The match's updates after ``from_sequence``, reconnecting on its own (see :class:`MatchStream`)."""
@@ -508,14 +643,24 @@ class MatchStream:
         return self._updates()
 
     async def _updates(self) -> AsyncIterator[rules_pb2.MatchUpdate]:
-        if not self.spectator:
-            await self.session.seed_match(self.match_id)  # before the first deal, for chance families
-        reopening = _Reopening(self.session, seen=self.last_sequence > 0)
+        session = self.session
+        # A seated player's client seed goes in before the first deal of a chance family, once the
+        # commitment is known: now if it was recorded already (MatchReady, GetMatch), else as soon as
+        # the stream's first update (which names it) arrives.
+        seeding = not self.spectator and session.uses_chance(self.match_id)
+        if seeding and _commitment_known(session, self.match_id):
+            await session.seed_match(self.match_id)
+            seeding = False
+        reopening = _Reopening(session, seen=self.last_sequence > 0)
         while not self._closed:
-            self._call = self.session._open_match_stream(self.match_id, self.spectator, self.last_sequence)
+            self._call = session._open_match_stream(self.match_id, self.spectator, self.last_sequence)
             try:
                 async for response in self._call:
                     update: rules_pb2.MatchUpdate = response.update
+                    session.observe(self.match_id, update)
+                    if seeding:
+                        seeding = False
+                        await session.seed_match(self.match_id, learn_commitment=False)
                     if update.sequence <= self.last_sequence:
                         continue
                     self.last_sequence = update.sequence
@@ -540,6 +685,11 @@ class MatchStream:
         self._closed = True
         if self._call is not None:
             self._call.cancel()
+
+
+def _commitment_known(session: PlayerSession, match_id: str) -> bool:
+    record = session.fairness(match_id)
+    return record is not None and bool(record.commitment)
 
 
 _CODES: Final = {code.value[0]: code for code in grpc.StatusCode}
@@ -610,6 +760,8 @@ class PlayStream:
         """The match's final update arrived."""
         self._ended: _Ended | None = None
         self._closed = False
+        self._seeding = session.uses_chance(match_id)
+        """The client seed is still to be sent (a chance family): once the commitment is known."""
 
     async def __aenter__(self) -> Self:
         self._start()
@@ -703,7 +855,11 @@ class PlayStream:
     async def _run(self) -> None:
         error: GatewayError | None = None
         try:
-            await self.session.seed_match(self.match_id)  # before the first deal, for chance families
+            if self._seeding and _commitment_known(self.session, self.match_id):
+                # The seed goes in before the first deal of a chance family; with the commitment not
+                # known yet, the stream's first update (which names it) sends it instead.
+                self._seeding = False
+                await self.session.seed_match(self.match_id)
             await self._play()
             await self._ask_again()
         except GatewayError as failure:
@@ -731,6 +887,10 @@ class PlayStream:
                     async for response in call:
                         kind = response.WhichOneof("kind")
                         if kind == "update":
+                            self.session.observe(self.match_id, response.update, seat=self.seat)
+                            if self._seeding:
+                                self._seeding = False
+                                await self.session.seed_match(self.match_id, learn_commitment=False)
                             if self._take(response.update):
                                 reopening.progressed()
                         elif kind == "answer":
@@ -906,9 +1066,14 @@ class Lobby:
                     if self.events.full():
                         self.events.get_nowait()
                     self.events.put_nowait(event)
-                    if event.WhichOneof("event") == "match_ready":
+                    which = event.WhichOneof("event")
+                    if which == "match_ready":
+                        self.session.note_match_ready(event.match_ready)
                         self._ready.append(event.match_ready)
                         self._changed.set()
+                    elif which == "subscribed":
+                        for playing in event.subscribed.playing:
+                            self.session.note_match_ready(playing)
             except grpc.aio.AioRpcError as error:
                 code = error.code()
                 if code == grpc.StatusCode.CANCELLED:
@@ -940,13 +1105,17 @@ class Lobby:
             else:
                 found = not played.table_id and played.created_at_ms >= self.opened_at_ms - 1000
             if found and not played.HasField("result"):
-                return mm.MatchReady(
+                ready = mm.MatchReady(
                     match_id=played.match_id,
                     family=played.family,
                     seat=played.seat,
                     opponent_id=played.opponent_id,
                     table_id=played.table_id,
+                    fairness_commitment=played.fairness_commitment,
+                    fairness_version=played.fairness_version,
                 )
+                self.session.note_match_ready(ready)
+                return ready
         return None
 
     async def match_ready(self, *, table_id: str | None = None) -> mm.MatchReady:

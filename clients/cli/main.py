@@ -2,7 +2,11 @@
 
 Commands (see ``docs/cli.md``):
 
-* ``verify PROOF.json``: check a match's fairness proof offline (``-`` reads standard input).
+* ``verify PROOF.json``: check a match's fairness proof offline (``-`` reads standard input), and
+  against the commitment, client seed and draws the player recorded (``--commitment``, ``--client-seed``,
+  ``--seat``, ``--draw``).
+* ``proof MATCH_ID``: fetch a finished match's proof through the gateway, save it and verify it against
+  what ``play`` recorded for the match (``$XDG_CONFIG_HOME/skillclassics/fairness/PLAYER/MATCH_ID.json``).
 * ``login PLAYER``: mint a development token with the stack's key and keep it for the other commands.
 * ``whoami``, ``ratings``, ``tables``, ``create``, ``join TABLE_ID``, ``queue``: the lobby, through the
   gateway (``create --wait``, ``join`` and ``queue`` then play the match).
@@ -44,6 +48,7 @@ from skillclassics.matchmaking.v1 import matchmaking_pb2 as mm
 from skillclassics.rules.v1 import rules_pb2
 
 from clients.bot import BotSettings, run_bot
+from clients.fairness import FairnessBook, FairnessCheck, write_private
 from clients.families import (
     FamilyClient,
     InputError,
@@ -66,7 +71,7 @@ from clients.player import (
     development_token,
     is_over,
 )
-from libs.fairness import FairnessError, Proof, verify
+from libs.fairness import FairnessError, Proof, UsedDraw, verify
 from libs.runtime import eventloop
 
 __all__ = [
@@ -82,6 +87,7 @@ __all__ = [
     "SubParsers",
     "build_parser",
     "dev_token",
+    "fairness_folder",
     "main",
     "main_async",
     "token_file",
@@ -131,6 +137,24 @@ def _register_verify(subparsers: SubParsers) -> None:
         ),
     )
     parser.add_argument("proof", metavar="PROOF.json", help="the proof file, or - to read standard input")
+    parser.add_argument(
+        "--commitment",
+        metavar="HEX",
+        help="the commitment announced before the match (64 hex digits): the proof must commit to it",
+    )
+    parser.add_argument(
+        "--client-seed",
+        metavar="HEX",
+        help="your own client seed, in hex: it must be in the proof (for --seat, else for any seat)",
+    )
+    parser.add_argument("--seat", type=int, metavar="N", help="your seat (0 or 1), with --client-seed")
+    parser.add_argument(
+        "--draw",
+        action="append",
+        default=[],
+        metavar="STREAM:INDEX",
+        help="a draw the match used (e.g. shuffle:0): it must be in the proof; repeat for each",
+    )
     parser.set_defaults(handler=_run_verify)
 
 
@@ -157,9 +181,49 @@ def _run_verify(args: argparse.Namespace) -> int:
         proof = Proof.from_json(data)
     except FairnessError as exc:
         raise CommandError(f"{name} is not a valid fairness proof: {exc}") from None
-    report = verify(proof)
-    print(report.summary(), file=sys.stdout)
+    seeds: dict[int, bytes] | list[bytes] | None = None
+    if args.client_seed is not None:
+        seed = _client_seed(args.client_seed)
+        seeds = [seed] if args.seat is None else {args.seat: seed}
+    elif args.seat is not None:
+        raise CommandError("--seat goes with --client-seed (the seat whose seed it is)")
+    try:
+        report = verify(
+            proof,
+            commitment=_commitment(args.commitment) if args.commitment is not None else None,
+            client_seeds=seeds,
+            used_draws=[_used_draw(text) for text in args.draw],
+        )
+    except FairnessError as exc:  # an expected value that is out of range (a seat, a seed)
+        raise CommandError(str(exc)) from None
+    for line in report.lines():
+        print(line, file=sys.stdout)
     return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def _commitment(text: str) -> str:
+    value = text.strip().lower()
+    if len(value) != 64 or any(c not in "0123456789abcdef" for c in value):
+        raise CommandError(f"--commitment must be 64 hex digits (a SHA-256), got {text!r}")
+    return value
+
+
+def _client_seed(text: str) -> bytes:
+    try:
+        seed = bytes.fromhex(text.strip())
+    except ValueError:
+        raise CommandError(f"--client-seed must be hex digits, got {text!r}") from None
+    if not 1 <= len(seed) <= 64:
+        raise CommandError(f"--client-seed must be 1 to 64 bytes, got {len(seed)}")
+    return seed
+
+
+def _used_draw(text: str) -> UsedDraw:
+    stream, _, index = text.rpartition(":")
+    try:
+        return UsedDraw(stream, int(index))
+    except (ValueError, FairnessError):
+        raise CommandError(f"--draw must be STREAM:INDEX (e.g. shuffle:0), got {text!r}") from None
 
 
 # --- tokens and the gateway ---
@@ -218,8 +282,16 @@ def _address(args: argparse.Namespace) -> str:
     return str(getattr(args, "gateway", None) or os.environ.get(GATEWAY_VARIABLE) or DEFAULT_GATEWAY)
 
 
+def fairness_folder(env: Mapping[str, str]) -> Path:
+    """Where the command line keeps what players recorded about their matches' fairness, one JSON file
+    per player and match (and the proofs ``play`` and ``proof`` fetched): next to the token,
+    ``$XDG_CONFIG_HOME/skillclassics/fairness``."""
+    return token_file(env).parent / "fairness"
+
+
 def _session(args: argparse.Namespace, token: str | None = None) -> PlayerSession:
-    return PlayerSession(_address(args), token or _stored_token(args))
+    book = FairnessBook(fairness_folder(os.environ))
+    return PlayerSession(_address(args), token or _stored_token(args), fairness_book=book)
 
 
 def _gateway_options(parser: argparse.ArgumentParser, *, token: bool = True) -> None:
@@ -309,8 +381,8 @@ def _register_login(subparsers: SubParsers) -> None:
         "login",
         help="sign in for development: mint a token with the stack's key and keep it",
         description=(
-            "Mint a development token for PLAYER with the local stack's key (GATEWAY_TOKEN_KEY, or "
-            "DATA_DIR/gateway-token.key as `make run` keeps it) and save it, mode 0600, to "
+            "Mint a development token for PLAYER with the local stack's development key "
+            "(DATA_DIR/gateway-token-signing.pem as `make run` keeps it) and save it, mode 0600, to "
             "$XDG_CONFIG_HOME/skillclassics/token (default ~/.config/skillclassics/token). "
             "Production tokens come from the platform's login service."
         ),
@@ -335,8 +407,8 @@ async def _run_login(args: argparse.Namespace) -> int:
             if error.code == grpc.StatusCode.UNAUTHENTICATED:
                 raise GatewayError(
                     error.code,
-                    f"{error.details} (the gateway at {address} signs with another key: run login where "
-                    "the stack keeps its data folder, or set GATEWAY_TOKEN_KEY or DATA_DIR)",
+                    f"{error.details} (the gateway at {address} trusts another key: run login where "
+                    "the stack keeps its data folder, or set DATA_DIR)",
                 ) from None
             note = f" (the gateway at {address} did not answer: {error})"
             expires = int(time.time()) + args.ttl
@@ -551,6 +623,8 @@ async def _play(
         fam = family_of_match(match_id)
     except UnknownFamily as error:
         raise CommandError(str(error)) from None
+    if fam.uses_chance and session.player_id is None:
+        await session.whoami()  # the fairness record is kept per player
     terminal = sys.stdin.isatty()
     live = terminal and sys.stdout.isatty() and not args.plain
     lines = _stdin_lines()
@@ -709,11 +783,13 @@ class InteractiveGame:
             f"{_clock(info.time_control)} {self.fam.describe_options(info.options)}".rstrip()
         )
         self._show_position(f"{header}\n{self.fam.input_help()}; ? lists your moves, help the commands")
+        if self.fam.uses_chance:
+            self.screen.show(self._commitment_line())
         if is_over(self.latest):
             self.result = self.latest.result
             self.screen.live = False
             self.screen.show(result_line(self.latest.result, self.fam, self.names))
-            return EXIT_OK
+            return await self._check_fairness()
         stream = self.session.watch_match(self.match_id, from_sequence=self.latest.sequence)
         follow = asyncio.create_task(self._follow(stream), name="follow")
         commands = asyncio.create_task(self._commands(), name="commands")
@@ -728,12 +804,52 @@ class InteractiveGame:
                 self.screen.show("you left the match; it goes on (`play` it again to come back)")
                 return EXIT_OK
             follow.result()  # a refusal of the stream is the command's error
-            return EXIT_OK
+            return await self._check_fairness() if self.result is not None else EXIT_OK
         finally:
             stream.close()
             for task in (follow, commands, ticker):
                 task.cancel()
             await asyncio.gather(follow, commands, ticker, return_exceptions=True)
+
+    def _commitment_line(self) -> str:
+        """What the player learnt of the match's random stream before its first draw."""
+        record = self.session.fairness(self.match_id)
+        if record is None or not record.commitment:
+            return (
+                "fairness: no commitment was announced for this match, so its proof cannot be checked "
+                "against one"
+            )
+        where = ""
+        book = self.session.fairness_book
+        if book is not None and self.session.player_id is not None:
+            with contextlib.suppress(ValueError):
+                where = f"; recorded in {book.path(self.session.player_id, self.match_id)}"
+        return (
+            f"fairness: the server committed to {record.commitment} (format version {record.version}) "
+            f"before the first deal{where}"
+        )
+
+    async def _check_fairness(self) -> int:
+        """The match is over: fetch its proof and check it against what was recorded (chance families)."""
+        if not self.fam.uses_chance or self.result is None:
+            return EXIT_OK
+        try:
+            check = await self.session.check_fairness(self.match_id)
+        except GatewayError as error:
+            self.screen.show(
+                f"fairness: the proof could not be fetched ({error}); "
+                f"check it later with `{PROG} proof {self.match_id}`"
+            )
+            return EXIT_OK
+        except FairnessError as error:
+            self.screen.show(f"fairness: FAIL: the gateway's proof is malformed: {error}")
+            return EXIT_FAILED
+        saved = _save_proof(self.session, self.match_id, check, None)
+        for line in check.lines():
+            self.screen.show(f"fairness: {line}")
+        if saved is not None:
+            self.screen.show(f"fairness: proof saved to {saved}")
+        return EXIT_OK if check.ok else EXIT_FAILED
 
     async def _tick(self) -> None:
         while self.screen.live:
@@ -889,6 +1005,82 @@ async def _run_record(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# --- proof ---
+
+
+def _register_proof(subparsers: SubParsers) -> None:
+    parser = subparsers.add_parser(
+        "proof",
+        help="fetch a finished match's fairness proof, save it and verify it against what you recorded",
+        description=(
+            "Fetches the proof of a finished match through the gateway (GetFairnessProof) and its record "
+            "(the draws the match used), saves the proof, and verifies it against what `play` recorded "
+            "for you before and during the match: the commitment announced before the first draw, your "
+            "own client seed (for your seat) and every draw the match used. "
+            "Exit status: 0 valid, 1 does not verify (or the gateway refused), 2 usage error."
+        ),
+    )
+    parser.add_argument("match_id", metavar="MATCH_ID")
+    parser.add_argument(
+        "--out",
+        metavar="FILE",
+        help="where to save the proof (default: next to the match's record, "
+        "$XDG_CONFIG_HOME/skillclassics/fairness/PLAYER/MATCH_ID.proof.json)",
+    )
+    parser.add_argument(
+        "--wait",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="how long to wait for a match that just ended to have its proof (default: 10)",
+    )
+    _gateway_options(parser)
+    parser.set_defaults(async_handler=_run_proof)
+
+
+async def _run_proof(args: argparse.Namespace) -> int:
+    try:
+        fam = family_of_match(args.match_id)
+    except UnknownFamily as error:
+        raise CommandError(str(error)) from None
+    if not fam.uses_chance:
+        raise CommandError(f"{fam.name} uses no chance: match {args.match_id} has no fairness proof")
+    async with _session(args) as session:
+        await session.whoami()
+        try:
+            check = await session.check_fairness(args.match_id, wait_s=max(0.0, args.wait))
+        except FairnessError as error:
+            _say(f"FAIL: the gateway's proof of {args.match_id} is malformed: {error}")
+            return EXIT_FAILED
+        saved = _save_proof(session, args.match_id, check, args.out)
+    for line in check.lines():
+        _say(line)
+    if saved is not None:
+        _say(f"proof saved to {saved}")
+    return EXIT_OK if check.ok else EXIT_FAILED
+
+
+def _save_proof(session: PlayerSession, match_id: str, check: FairnessCheck, out: str | None) -> Path | None:
+    """Save the proof ``check`` verified: to ``out``, else next to the match's fairness record (``None``
+    when there is nowhere to put it). ``CommandError`` when ``out`` cannot be written."""
+    if out is not None:
+        path = Path(out)
+        try:
+            path.write_text(check.proof_json, encoding="utf-8")
+        except OSError as error:
+            raise CommandError(f"cannot write {path}: {error.strerror or error}") from None
+        return path
+    book = session.fairness_book
+    if book is None or session.player_id is None:
+        return None
+    try:
+        path = book.path(session.player_id, match_id, ".proof.json")
+        write_private(path, check.proof_json)
+    except (OSError, ValueError):
+        return None
+    return path
+
+
 # --- bot ---
 
 
@@ -966,6 +1158,7 @@ COMMANDS: Final[tuple[Callable[[SubParsers], None], ...]] = (
     _register_bot,
     _register_load,
     _register_verify,
+    _register_proof,
 )
 """Every command's registration function, in the order ``--help`` lists them."""
 

@@ -263,16 +263,16 @@ class LoadConfig:
 
 
 class TokenMinter:
-    """Development tokens for fresh players, signed with the local stack's key (``GATEWAY_TOKEN_KEY``,
-    else the key file ``make run`` wrote under ``DATA_DIR``): see
-    :func:`clients.player.development_token`. The key is read once."""
+    """Development tokens for fresh players, signed with the local stack's development key (the key file
+    ``make run`` wrote under ``DATA_DIR``): see :func:`clients.player.development_token`. The key is
+    read once."""
 
     def __init__(self, env: Mapping[str, str] | None = None, ttl_s: int = 6 * 3600) -> None:
         from services.gateway import tokens  # minting is the gateway's own; development only
 
         self._env = dict(os.environ if env is None else env)
         development_token("load-probe", self._env, ttl_s)  # DevKeyMissing / ValueError with the reason
-        self._key = tokens.token_key(self._env, Path(self._env.get("DATA_DIR") or "data"))
+        self._key = tokens.token_key(self._env, Path(self._env.get("DATA_DIR") or "data"), create=False)
         self._mint = tokens.mint_token
         self._ttl_s = ttl_s
 

@@ -7,6 +7,7 @@ coins, shuffles) from a stream name and an index. :mod:`libs.fairness.proof` hol
 """
 
 from libs.fairness.derivation import (
+    FAIRNESS_VERSION,
     MAX_BOUND,
     MAX_CLIENT_SEED_BYTES,
     MAX_COUNT,
@@ -40,12 +41,14 @@ from libs.fairness.proof import (
     FailureKind,
     Proof,
     ProofFormatError,
+    UsedDraw,
     VerificationReport,
     build_proof,
     verify,
 )
 
 __all__ = [
+    "FAIRNESS_VERSION",
     "MAX_BOUND",
     "MAX_CLIENT_SEED_BYTES",
     "MAX_COUNT",
@@ -68,6 +71,7 @@ __all__ = [
     "InvalidSeedError",
     "Proof",
     "ProofFormatError",
+    "UsedDraw",
     "VerificationReport",
     "build_proof",
     "commitment",

@@ -24,6 +24,7 @@ from typing import Final
 __all__ = [
     "BLOCK_BYTES",
     "DRAW_DOMAIN",
+    "FAIRNESS_VERSION",
     "KEY_DOMAIN",
     "MAX_BOUND",
     "MAX_CLIENT_SEED_BYTES",
@@ -53,9 +54,13 @@ __all__ = [
     "validate_stream_name",
 ]
 
-KEY_DOMAIN: Final = b"skillclassics/fairness/v1/key"
+FAIRNESS_VERSION: Final = 1
+"""The version of this specification (``docs/fairness.md``): the ``v1`` of the domain strings below and
+the ``/1`` of the proof format. The server announces it with the commitment before a match, and a player
+records both; any change to the derivation or to the proof format comes with a new version."""
+KEY_DOMAIN: Final = f"skillclassics/fairness/v{FAIRNESS_VERSION}/key".encode()
 """Domain-separation prefix of the stream-key HMAC message."""
-DRAW_DOMAIN: Final = b"skillclassics/fairness/v1/draw"
+DRAW_DOMAIN: Final = f"skillclassics/fairness/v{FAIRNESS_VERSION}/draw".encode()
 """Domain-separation prefix of the draw-block HMAC message."""
 
 SERVER_SEED_BYTES: Final = 32

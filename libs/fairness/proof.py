@@ -3,19 +3,22 @@
 A :class:`Proof` holds everything needed to recompute a match's draws: the match id, the commitment
 published before the match, the revealed server seed, the players' client seeds and every draw with
 its recorded values. :func:`verify` recomputes the commitment and every draw and reports the first
-discrepancy. The JSON format (``skillclassics-fairness-proof/1``) is specified in ``docs/fairness.md``.
+discrepancy; given what a player recorded before and during the match (the commitment announced, their
+own client seed, the draws the match used), it also compares the proof with that and reports each
+difference. The JSON format (``skillclassics-fairness-proof/1``) is specified in ``docs/fairness.md``.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final, TypeVar
 
 from libs.fairness.derivation import (
+    FAIRNESS_VERSION,
     DrawKind,
     DrawSpec,
     FairnessError,
@@ -38,13 +41,14 @@ __all__ = [
     "FailureKind",
     "Proof",
     "ProofFormatError",
+    "UsedDraw",
     "VerificationReport",
     "build_proof",
     "verify",
 ]
 
-PROOF_FORMAT: Final = "skillclassics-fairness-proof/1"
-"""The value of the ``format`` member of a version-1 proof."""
+PROOF_FORMAT: Final = f"skillclassics-fairness-proof/{FAIRNESS_VERSION}"
+"""The value of the ``format`` member of a proof of this version (:data:`FAIRNESS_VERSION`)."""
 
 _FORMAT_PREFIX: Final = "skillclassics-fairness-proof/"
 _COMMITMENT_RE: Final = re.compile(r"[0-9a-f]{64}")
@@ -261,11 +265,19 @@ class FailureKind(StrEnum):
     """Draws are out of order, or a stream's indices have a gap or a duplicate."""
     MISMATCH = "mismatch"
     """A draw's recorded values differ from the values re-derived from the seeds."""
+    UNEXPECTED_COMMITMENT = "unexpected-commitment"
+    """The proof's commitment is not the one the player recorded before the match."""
+    CLIENT_SEED_MISSING = "client-seed-missing"
+    """The player's own client seed is not in the proof (for their seat)."""
+    DRAW_MISSING = "draw-missing"
+    """A draw the match used is not in the proof."""
+    DRAW_DIFFERS = "draw-differs"
+    """A draw the match used has other values in the proof than the match used."""
 
 
 @dataclass(frozen=True, slots=True)
 class Failure:
-    """The first problem found in a proof; draw-related fields are set when it concerns a draw."""
+    """One problem found in a proof; draw-related fields are set when it concerns a draw."""
 
     kind: FailureKind
     message: str
@@ -273,64 +285,160 @@ class Failure:
     index: int | None = None
     expected: tuple[int, ...] | None = None
     recorded: tuple[int, ...] | None = None
+    seat: int | None = None
+    """For a missing client seed: the seat it was expected for (``None``: any seat)."""
+
+
+@dataclass(frozen=True, slots=True)
+class UsedDraw:
+    """A draw the match used, as a player knows it: from the match's record or the updates they saw.
+
+    ``values`` are the values the game used when known (the record has them once the match is over);
+    ``None`` when only the draw's stream and index are known.
+    """
+
+    stream: str
+    index: int
+    values: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        """Validate the stream name, the index and the values."""
+        validate_stream_name(self.stream)
+        validate_index(self.index)
+        if self.values is not None:
+            values = tuple(self.values)
+            for value in values:
+                if not _is_int(value) or value < 0:
+                    raise ProofFormatError(f"values must be non-negative integers, got {value!r}")
+            object.__setattr__(self, "values", values)
 
 
 @dataclass(frozen=True, slots=True)
 class VerificationReport:
-    """The outcome of :func:`verify`: ``ok`` is true only if everything was reproduced exactly."""
+    """The outcome of :func:`verify`: ``ok`` is true only if everything was reproduced exactly and the
+    proof agrees with everything the player recorded."""
 
     commitment_ok: bool
     draws_total: int
     streams_total: int
     draws_verified: int
     failure: Failure | None
+    """The first problem (the one :meth:`summary` names); ``None`` when there is none."""
+    failures: tuple[Failure, ...] = ()
+    """Every problem found, in order: the commitment against the one recorded, then the proof's own
+    first failure (section 10 of the specification), then each missing client seed, then each draw the
+    match used that is missing or differs. ``failures[0]`` is :attr:`failure`."""
+    expected_commitment: str | None = None
+    """The commitment the proof was compared with (``None``: not compared)."""
+    client_seeds_checked: int = 0
+    """How many of the player's client seeds were looked for in the proof."""
+    used_draws_checked: int = 0
+    """How many draws the match used were looked for in the proof."""
 
     @property
     def ok(self) -> bool:
-        """True if the commitment matches and every draw was reproduced exactly."""
+        """True if the commitment matches and every draw was reproduced exactly, and the proof agrees
+        with the commitment, client seeds and draws it was compared with."""
         return self.failure is None
 
     def summary(self) -> str:
         """A one-line human-readable verdict starting with ``OK:`` or ``FAIL:``."""
         if self.failure is None:
-            return (
+            parts = [
                 f"OK: commitment matches; {_plural(self.draws_total, 'draw')} in "
                 f"{_plural(self.streams_total, 'stream')} reproduced exactly"
-            )
-        return f"FAIL: {self.failure.message}"
+            ]
+            if self.expected_commitment is not None:
+                parts.append("it is the commitment published before the match")
+            if self.client_seeds_checked:
+                parts.append(
+                    "your client seed is in" if self.client_seeds_checked == 1 else "your client seeds are in"
+                )
+            if self.used_draws_checked:
+                parts.append(f"all {_plural(self.used_draws_checked, 'draw')} the match used are in")
+            return "; ".join(parts)
+        more = len(self.failures) - 1
+        tail = f" (and {_plural(more, 'more problem')})" if more > 0 else ""
+        return f"FAIL: {self.failure.message}{tail}"
+
+    def lines(self) -> list[str]:
+        """The verdict as lines: the ``OK:`` line, or one ``FAIL:`` line per problem found."""
+        if self.failure is None:
+            return [self.summary()]
+        return [f"FAIL: {failure.message}" for failure in self.failures]
 
 
-def verify(proof: Proof) -> VerificationReport:
-    """Check a proof: the commitment, the seats, the order of the draws and every draw's values.
+def verify(
+    proof: Proof,
+    *,
+    commitment: str | None = None,
+    client_seeds: Mapping[int, bytes] | Collection[bytes] | None = None,
+    used_draws: Iterable[UsedDraw] = (),
+) -> VerificationReport:
+    """Check a proof: the commitment, the seats, the order of the draws and every draw's values; and,
+    when given, that it agrees with what the player recorded.
 
-    The checks run in that order (docs/fairness.md, section 10) and stop at the first failure, which
-    the report names: for the order, the first draw out of place; for the values, the first draw (in
-    list order) that does not reproduce, with its expected and recorded values.
+    The proof's own checks run in that order (docs/fairness.md, section 10) and stop at the first
+    failure: for the order, the first draw out of place; for the values, the first draw (in list order)
+    that does not reproduce, with its expected and recorded values. The optional inputs are what a
+    player recorded before and during the match, each compared with the proof and each difference
+    reported as a failure of its own (:attr:`VerificationReport.failures`):
+
+    - ``commitment``: the commitment announced before the match (lower-case hex; upper case is
+      accepted). The proof must commit to exactly it (``UNEXPECTED_COMMITMENT``).
+    - ``client_seeds``: the player's own client seeds, by seat (a mapping), or seeds whose seat is not
+      known (any other collection: each must be in the proof for some seat). Each must be in the proof
+      (``CLIENT_SEED_MISSING``).
+    - ``used_draws``: the draws the match used. Each must be in the proof (``DRAW_MISSING``), with the
+      same values when they are known (``DRAW_DIFFERS``).
     """
     streams = {draw.stream for draw in proof.draws}
-
-    def report(failure: Failure | None, verified: int, commitment_ok: bool = True) -> VerificationReport:
-        return VerificationReport(
-            commitment_ok=commitment_ok,
-            draws_total=len(proof.draws),
-            streams_total=len(streams),
-            draws_verified=verified,
-            failure=failure,
+    failures: list[Failure] = []
+    expected_commitment = None if commitment is None else _expected_commitment(commitment)
+    if expected_commitment is not None and expected_commitment != proof.commitment:
+        failures.append(
+            Failure(
+                FailureKind.UNEXPECTED_COMMITMENT,
+                f"the proof commits to {proof.commitment}, not to {expected_commitment}, the commitment "
+                "published before the match: this is not the random stream the match was promised",
+            )
         )
+    own, verified, commitment_ok = _own_failure(proof)
+    if own is not None:
+        failures.append(own)
+    seeds_wanted = _seed_expectations(client_seeds)
+    failures += _seed_failures(proof, seeds_wanted)
+    used = tuple(used_draws)
+    failures += _used_draw_failures(proof, used)
+    return VerificationReport(
+        commitment_ok=commitment_ok,
+        draws_total=len(proof.draws),
+        streams_total=len(streams),
+        draws_verified=verified,
+        failure=failures[0] if failures else None,
+        failures=tuple(failures),
+        expected_commitment=expected_commitment,
+        client_seeds_checked=len(seeds_wanted),
+        used_draws_checked=len(used),
+    )
 
+
+def _own_failure(proof: Proof) -> tuple[Failure | None, int, bool]:
+    """The proof's own first failure (None if it has none), how many draws were verified, and whether
+    its commitment matches its server seed."""
     actual = commitment(proof.server_seed)
     if actual != proof.commitment:
         message = (
             f"commitment does not match the server seed: the proof commits to {proof.commitment} "
             f"but SHA-256(server_seed) is {actual}"
         )
-        return report(Failure(FailureKind.COMMITMENT, message), 0, commitment_ok=False)
+        return Failure(FailureKind.COMMITMENT, message), 0, False
 
     seeds: dict[int, bytes] = {}
     for client_seed in proof.client_seeds:
         if client_seed.seat in seeds:
             message = f"client seed for seat {client_seed.seat} appears more than once"
-            return report(Failure(FailureKind.DUPLICATE_SEAT, message), 0)
+            return Failure(FailureKind.DUPLICATE_SEAT, message), 0, True
         seeds[client_seed.seat] = client_seed.seed
 
     next_index: dict[str, int] = {}
@@ -338,7 +446,7 @@ def verify(proof: Proof) -> VerificationReport:
     for draw in proof.draws:
         problem = _sequence_problem(draw, previous_stream, next_index)
         if problem is not None:
-            return report(Failure(FailureKind.SEQUENCE, problem, draw.stream, draw.index), 0)
+            return Failure(FailureKind.SEQUENCE, problem, draw.stream, draw.index), 0, True
         previous_stream = draw.stream
         next_index[draw.stream] = draw.index + 1
 
@@ -354,8 +462,79 @@ def verify(proof: Proof) -> VerificationReport:
                 expected,
                 draw.values,
             )
-            return report(failure, verified)
-    return report(None, len(proof.draws))
+            return failure, verified, True
+    return None, len(proof.draws), True
+
+
+def _expected_commitment(value: str) -> str:
+    if not isinstance(value, str) or _COMMITMENT_RE.fullmatch(value.lower()) is None:
+        raise ProofFormatError(f"the expected commitment must be 64 hex characters, got {_short_repr(value)}")
+    return value.lower()
+
+
+def _seed_expectations(
+    seeds: Mapping[int, bytes] | Collection[bytes] | None,
+) -> list[tuple[int | None, bytes]]:
+    """The client seeds to look for, each with its seat (``None``: any seat), validated."""
+    if seeds is None:
+        return []
+    if isinstance(seeds, Mapping):
+        return [(validate_seat(seat), validate_client_seed(seeds[seat])) for seat in sorted(seeds)]
+    return [(None, validate_client_seed(seed)) for seed in seeds]
+
+
+def _seed_failures(proof: Proof, wanted: list[tuple[int | None, bytes]]) -> list[Failure]:
+    by_seat: dict[int, list[bytes]] = {}
+    for client_seed in proof.client_seeds:
+        by_seat.setdefault(client_seed.seat, []).append(client_seed.seed)
+    failures = []
+    for seat, seed in wanted:
+        shown = _short_hex(seed)
+        if seat is None:
+            if not any(seed in found for found in by_seat.values()):
+                message = f"your client seed {shown} is not in the proof (for any seat)"
+                failures.append(Failure(FailureKind.CLIENT_SEED_MISSING, message))
+            continue
+        found = by_seat.get(seat, [])
+        if seed in found:
+            continue
+        if not found:
+            message = f"your client seed {shown} is not in the proof: it has no client seed for seat {seat}"
+        else:
+            others = ", ".join(_short_hex(other) for other in found)
+            message = (
+                f"your client seed {shown} is not in the proof: "
+                f"it has another seed for seat {seat} ({others})"
+            )
+        failures.append(Failure(FailureKind.CLIENT_SEED_MISSING, message, seat=seat))
+    return failures
+
+
+def _used_draw_failures(proof: Proof, used: tuple[UsedDraw, ...]) -> list[Failure]:
+    recorded = {(draw.stream, draw.index): draw for draw in proof.draws}
+    failures = []
+    for draw in used:
+        if not isinstance(draw, UsedDraw):
+            raise TypeError(f"used_draws must hold UsedDraw values, got {type(draw).__name__}")
+        where = f"stream {draw.stream!r} index {draw.index}"
+        found = recorded.get((draw.stream, draw.index))
+        if found is None:
+            message = f"the match used draw {where}, but the proof does not have it"
+            failures.append(Failure(FailureKind.DRAW_MISSING, message, draw.stream, draw.index))
+        elif draw.values is not None and draw.values != found.values:
+            message = (
+                f"the match used draw {where} with values {_show(draw.values)}, "
+                f"but the proof records {_show(found.values)}"
+            )
+            failures.append(
+                Failure(FailureKind.DRAW_DIFFERS, message, draw.stream, draw.index, draw.values, found.values)
+            )
+    return failures
+
+
+def _short_hex(seed: bytes) -> str:
+    text = seed.hex()
+    return text if len(text) <= 16 else f"{text[:16]}..."
 
 
 def _sequence_problem(draw: DrawRecord, previous: str | None, next_index: dict[str, int]) -> str | None:

@@ -27,6 +27,7 @@ from typing import Any
 
 from libs.clocks import Clock, TimeControl
 from libs.engines.base import ActionContext, ChanceRequest, Outcome, Termination
+from libs.fairness import FAIRNESS_VERSION
 from libs.match.family import Family, SaysWhatIsAMove
 
 DEFAULT_FIRST_MOVE_TIMEOUT_MS = 60_000
@@ -85,6 +86,8 @@ class MatchSetup:
     created_at_ms: int
     client_seed_window_ms: int = 0
     """How long the first draw waits for every seat's client seed (chance families; 0: no wait)."""
+    fairness_version: int = 0
+    """The version of the fairness stream behind :attr:`fairness_commitment` (0 without one)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -98,6 +101,7 @@ class MatchSetup:
             "disconnect_forfeit_ms": self.disconnect_forfeit_ms,
             "created_at_ms": self.created_at_ms,
             "client_seed_window_ms": self.client_seed_window_ms,
+            "fairness_version": self.fairness_version,
         }
 
     @classmethod
@@ -113,6 +117,10 @@ class MatchSetup:
             disconnect_forfeit_ms=int(data["disconnect_forfeit_ms"]),
             created_at_ms=int(data["created_at_ms"]),
             client_seed_window_ms=int(data.get("client_seed_window_ms", 0)),
+            # Matches logged before the version was recorded drew with version 1, the only one then.
+            fairness_version=int(
+                data.get("fairness_version", FAIRNESS_VERSION if data["fairness_commitment"] else 0)
+            ),
         )
 
 
@@ -145,6 +153,14 @@ class ClockMark:
     seat: int
     remaining_ms: int
     at_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class DrawUsed:
+    """A draw the match took from its fairness stream and handed to the engine (a ``chance`` event)."""
+
+    request: ChanceRequest
+    values: tuple[int, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +201,8 @@ class MatchRecord:
     live_since_ms: int | None = None
     disconnected_since: tuple[int | None, ...] = (None, None)
     clock_marks: tuple[ClockMark, ...] = ()
+    draws: tuple[DrawUsed, ...] = ()
+    """Every draw the match used, in the order it was logged (what the fairness proof must contain)."""
 
     @property
     def match_id(self) -> str:
@@ -322,7 +340,7 @@ def step(family: Family, record: MatchRecord, event: MatchEvent) -> MatchRecord:
         values = tuple(int(v) for v in event.payload["values"])
         game = family.engine.apply_chance(record.game, request, values)
         outcome = family.engine.outcome(game)
-        updated = replace(base, game=game)
+        updated = replace(base, game=game, draws=(*record.draws, DrawUsed(request, values)))
         return updated if outcome is None else _end(updated, outcome, event.at_ms)
     raise ValueError(f"unexpected event kind {event.kind}")
 

@@ -10,7 +10,8 @@ import grpc
 from skillclassics.rules.v1 import rules_pb2, rules_pb2_grpc
 
 from libs.clocks import InvalidTimeControlError, TimeControl
-from libs.engines.base import InvalidOptionsError, MalformedActionError
+from libs.engines.base import ChanceRequest, InvalidOptionsError, MalformedActionError
+from libs.fairness import FAIRNESS_VERSION
 from libs.match.actor import MatchActor, MatchClosed
 from libs.match.exchange import SHUTTING_DOWN, ExchangeSession
 from libs.match.model import (
@@ -71,6 +72,14 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
                 f"{self._family.name} matches draw from the fairness service: give the match's "
                 "fairness_commitment (fairness Commit)"
             )
+        fairness_version = 0
+        if request.fairness_commitment:
+            fairness_version = request.fairness_version or FAIRNESS_VERSION
+            if fairness_version != FAIRNESS_VERSION:
+                raise InvalidArgument(
+                    f"fairness_version {fairness_version} is not the version this service draws with "
+                    f"({FAIRNESS_VERSION})"
+                )
         for name in ("first_move_timeout_ms", "disconnect_forfeit_ms", "client_seed_window_ms"):
             if getattr(request, name) < 0:
                 raise InvalidArgument(f"{name} must not be negative")
@@ -87,6 +96,7 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
             disconnect_forfeit_ms=request.disconnect_forfeit_ms or DEFAULT_DISCONNECT_FORFEIT_MS,
             created_at_ms=self._runtime_now(),
             client_seed_window_ms=request.client_seed_window_ms,
+            fairness_version=fairness_version,
         )
         actor = await self._runtime.create(setup, key)
         # The match as created (sequence 1), so that a retry gets exactly the original answer even after
@@ -145,9 +155,16 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         and Exchange's watch); ends after the final update."""
         actor = await self._runtime.get(request.match_id)
         viewer = _viewer(request, actor)
+        first = True
         try:
             async for record in actor.watch(request.from_sequence):
-                yield self._update(record, viewer)
+                update = self._update(record, viewer)
+                if first:
+                    # Whatever sequence a stream starts from, its first update names the commitment, so
+                    # that a viewer who (re)connects late still learns which stream the match draws from.
+                    update = _with_commitment(update, record.setup)
+                    first = False
+                yield update
         except MatchClosed:
             raise Unavailable(SHUTTING_DOWN) from None
 
@@ -209,11 +226,15 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         record = actor.record
         if record.outcome is None:
             raise FailedPrecondition(f"match {record.match_id} is not over yet")
+        setup = record.setup
         return rules_pb2.GetRecordResponse(
             match_id=record.match_id,
             result=result_proto(record.outcome, record.ended_at_ms or 0),
             record=self._family.export_record(record),
             record_format=self._family.record_format,
+            fairness_commitment=setup.fairness_commitment,
+            fairness_version=setup.fairness_version if setup.fairness_commitment else 0,
+            fairness_draws=[_draw_proto(draw.request, draw.values) for draw in record.draws],
         )
 
     # -- encoding ----------------------------------------------------------------------------------------
@@ -290,6 +311,13 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
             update.legal_actions.extend(engine.legal_actions(record.game, viewer))
         if record.outcome is not None:
             update.result.CopyFrom(result_proto(record.outcome, record.ended_at_ms or at))
+        if event.kind is EventKind.CHANCE:
+            # Which draw it was, never its values: a shuffle's order is secret while the match is on.
+            update.event.draw.CopyFrom(_draw_proto(ChanceRequest.from_json(event.payload["request"]), ()))
+        if at_ms is not None or not record.draws:
+            # GetMatch, and every update before the first draw, name the commitment (the players record it
+            # and send their seeds meanwhile); the first update of each stream does too (_watch).
+            _set_commitment(update, record.setup)
         return update
 
 
@@ -302,6 +330,35 @@ def _remember(cache: OrderedDict[_K, _V], key: _K, value: _V) -> None:
     cache[key] = value
     if len(cache) > VIEW_CACHE_SIZE:
         cache.popitem(last=False)
+
+
+def _set_commitment(update: rules_pb2.MatchUpdate, setup: MatchSetup) -> None:
+    """Name the match's fairness commitment and its version in ``update`` (nothing without chance)."""
+    if setup.fairness_commitment:
+        update.fairness_commitment = setup.fairness_commitment
+        update.fairness_version = setup.fairness_version
+
+
+def _with_commitment(update: rules_pb2.MatchUpdate, setup: MatchSetup) -> rules_pb2.MatchUpdate:
+    """``update`` naming the commitment: itself when it does (or there is none), else a copy (updates
+    are shared between watchers and answers, so the cached one is left alone)."""
+    if update.fairness_commitment or not setup.fairness_commitment:
+        return update
+    named = rules_pb2.MatchUpdate()
+    named.CopyFrom(update)
+    _set_commitment(named, setup)
+    return named
+
+
+def _draw_proto(request: ChanceRequest, values: tuple[int, ...]) -> rules_pb2.FairnessDraw:
+    return rules_pb2.FairnessDraw(
+        stream=request.stream,
+        index=request.index,
+        kind=request.kind,
+        count=request.count,
+        bound=request.bound,
+        values=values,
+    )
 
 
 def _key(key: str) -> str:

@@ -5,8 +5,10 @@ Configuration on top of the runtime's (the gateway has no database of its own):
 ==============================  ===============================================================  =========
 variable                        meaning                                                          default
 ==============================  ===============================================================  =========
-``GATEWAY_TOKEN_KEY``           the token signing key, base64, at least 32 bytes                 dev file
-``GATEWAY_OLD_TOKEN_KEYS``      keys being rotated out (comma-separated): still accepted         none
+``GATEWAY_JWKS_FILE``           a JWKS file of the token issuers' public keys                    dev key
+``GATEWAY_JWKS_URL``            a JWKS URL of the token issuers' public keys (cached, 300 s)     dev key
+``GATEWAY_TOKEN_ISSUERS``       the accepted ``iss`` values, comma-separated                     dev issuer
+``GATEWAY_TOKEN_AUDIENCE``      the required ``aud``                                             skillclassics
 ``MATCHMAKING_ADDRESS``         host:port of matchmaking                                         unset
 ``FAIRNESS_ADDRESS``            host:port of fairness (fairness proofs of finished matches)      unset
 ``RULES_<FAMILY>_ADDRESSES``    each family's rules shards, comma-separated, in shard order      unset
@@ -19,8 +21,10 @@ variable                        meaning                                         
 ``GATEWAY_MAX_STREAMS``         streams open at once                                             20000
 ==============================  ===============================================================  =========
 
-In development an unset ``GATEWAY_TOKEN_KEY`` is generated once into ``DATA_DIR/gateway-token.key``;
-in production it must be set.
+``GATEWAY_TOKEN_MAX_LIFETIME_SECONDS`` (default 86400) bounds ``exp - iat`` and how far ahead ``exp`` may
+be. In development, without a JWKS, the gateway trusts a key pair generated once into
+``DATA_DIR/gateway-token-signing.pem`` (issuer ``skillclassics-dev``); in production a JWKS and the
+issuers must be set (:mod:`services.gateway.tokens`, docs/gateway.md).
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from libs.runtime.server import KEEPALIVE_CHANNEL_OPTIONS, MAX_MESSAGE_BYTES
 from services.gateway.limits import Admission, TokenBuckets
 from services.gateway.servicer import DEFAULT_MAX_CALLS, DEFAULT_MAX_STREAMS, Backends, GatewayServicer
 from services.gateway.shard_link import ShardLinks
-from services.gateway.tokens import old_token_keys, token_key
+from services.gateway.tokens import token_verifier
 
 _CHANNEL_OPTIONS: list[tuple[str, object]] = [
     ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
@@ -53,11 +57,14 @@ class GatewayService(Service):
     """``skillclassics.gateway.v1.GatewayService``."""
 
     name = "gateway"
+    public = True
+    """The players' door: no client certificate is asked for; each method checks the bearer token."""
 
     def __init__(self, config: ServiceConfig, env: Mapping[str, str] | None = None) -> None:
         environ = os.environ if env is None else env
         self._config = config
-        self._keys = (token_key(environ, config.data_dir, config.is_production), *old_token_keys(environ))
+        self.tokens = token_verifier(environ, config.data_dir, config.is_production)
+        """The token keys and claim rules (docs/gateway.md, Tokens)."""
         self._matchmaking_address = environ.get("MATCHMAKING_ADDRESS", "").strip()
         self._fairness_address = environ.get("FAIRNESS_ADDRESS", "").strip()
         self._shards = all_shard_addresses(environ)
@@ -70,7 +77,7 @@ class GatewayService(Service):
             env_int(environ, "GATEWAY_MAX_CALLS", DEFAULT_MAX_CALLS, minimum=1),
             env_int(environ, "GATEWAY_MAX_STREAMS", DEFAULT_MAX_STREAMS, minimum=1),
         )
-        self._channels = RulesChannels(_CHANNEL_OPTIONS)
+        self._channels = RulesChannels(config.tls, _CHANNEL_OPTIONS)
         self.links = ShardLinks(self._channels)
         """One ``Exchange`` stream per rules shard, shared by every Play stream (docs/gateway.md)."""
         self._matchmaking: grpc.aio.Channel | None = None
@@ -84,14 +91,19 @@ class GatewayService(Service):
     async def start(self, server: grpc.aio.Server) -> None:
         lobby = None
         if self._matchmaking_address:
-            self._matchmaking = grpc.aio.insecure_channel(self._matchmaking_address, options=_CHANNEL_OPTIONS)
+            self._matchmaking = self._config.tls.channel(
+                self._matchmaking_address, "matchmaking", options=_CHANNEL_OPTIONS
+            )
             lobby = matchmaking_pb2_grpc.MatchmakingServiceStub(self._matchmaking)
         proofs = None
         if self._fairness_address:
-            self._fairness = grpc.aio.insecure_channel(self._fairness_address, options=_CHANNEL_OPTIONS)
+            self._fairness = self._config.tls.channel(
+                self._fairness_address, "fairness", options=_CHANNEL_OPTIONS
+            )
             proofs = fairness_pb2_grpc.FairnessServiceStub(self._fairness)
+        await self.tokens.start()  # a GATEWAY_JWKS_URL is fetched once, off the event loop
         self.servicer = GatewayServicer(
-            self._keys,
+            self.tokens,
             Backends(lobby, self._shards, self._channels, self._timeout_s, proofs, self.links),
             TokenBuckets("calls", self._call_rate, self._call_burst),
             TokenBuckets("stream opens", self._stream_rate, self._stream_burst),

@@ -41,7 +41,7 @@ from libs.runtime.metrics import StreamCallMetrics
 from services.gateway.limits import Admission, Priority, TokenBuckets
 from services.gateway.presence import PresenceTracker
 from services.gateway.shard_link import ShardLink, ShardLinks, refusal_error
-from services.gateway.tokens import Claims, TokenError, verify_token
+from services.gateway.tokens import Claims, TokenError, TokenVerifier
 
 SEAT_CACHE_SIZE = 10_000
 _PLAY_ACTIONS = StreamCallMetrics("skillclassics.gateway.v1.GatewayService", "Play", "action")
@@ -70,16 +70,16 @@ class Backends:
 
     def route(self, match_id: str) -> tuple[str, rules_pb2_grpc.RulesServiceStub]:
         """The rules shard serving ``match_id``: its name for messages and its stub."""
-        name, address = self._shard(match_id)
-        return name, self.channels.stub(address)
+        name, address, family = self._shard(match_id)
+        return name, self.channels.stub(address, family)
 
     def link(self, match_id: str) -> ShardLink:
         """The ``Exchange`` link to the rules shard serving ``match_id``."""
-        name, address = self._shard(match_id)
-        return self.links.link(address, name)
+        name, address, family = self._shard(match_id)
+        return self.links.link(address, name, family)
 
-    def _shard(self, match_id: str) -> tuple[str, str]:
-        """The rules shard serving ``match_id``: its name for messages and its address."""
+    def _shard(self, match_id: str) -> tuple[str, str, str]:
+        """The rules shard serving ``match_id``: its name for messages, its address and its family."""
         try:
             parsed = MatchId.parse(match_id)
         except MatchIdError as error:
@@ -91,7 +91,7 @@ class Backends:
             )
         if parsed.shard >= len(addresses):
             raise NotFound(f"no match {match_id}: {parsed.family} has shards 0-{len(addresses) - 1}")
-        return f"rules-{parsed.family} shard {parsed.shard}", addresses[parsed.shard]
+        return f"rules-{parsed.family} shard {parsed.shard}", addresses[parsed.shard], parsed.family
 
     def stub(self, match_id: str) -> rules_pb2_grpc.RulesServiceStub:
         return self.route(match_id)[1]
@@ -286,7 +286,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
 
     def __init__(
         self,
-        key: bytes | tuple[bytes, ...],
+        tokens: TokenVerifier,
         backends: Backends,
         calls: TokenBuckets,
         streams: TokenBuckets,
@@ -296,7 +296,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         self.admission = (
             admission if admission is not None else Admission(DEFAULT_MAX_CALLS, DEFAULT_MAX_STREAMS)
         )
-        self._key = key
+        self._tokens = tokens
         self._backends = backends
         self._calls = calls
         self._streams = streams
@@ -310,17 +310,18 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
     # -- the caller ----------------------------------------------------------------------------------------
 
     def _claims(self, context: grpc.aio.ServicerContext) -> Claims:
-        header = None
-        for key, value in context.invocation_metadata() or ():
-            if key == "authorization":
-                header = value
+        """The caller's verified token (``UNAUTHENTICATED`` with the reason for anything else)."""
+        headers = [value for key, value in context.invocation_metadata() or () if key == "authorization"]
+        if len(headers) > 1:
+            raise Unauthenticated("send one authorization header, not several")
+        header = headers[0] if headers else None
         if not isinstance(header, str) or not header:
             raise Unauthenticated("no token: send the metadata 'authorization: Bearer <token>'")
         scheme, _, token = header.strip().partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             raise Unauthenticated("the authorization metadata must be 'Bearer <token>'")
         try:
-            return verify_token(self._key, token.strip(), int(self._clock()))
+            return self._tokens.verify(token.strip(), int(self._clock()))
         except TokenError as error:
             raise Unauthenticated(str(error)) from None
 
@@ -537,6 +538,9 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
             result=reply.result,
             record=reply.record,
             record_format=reply.record_format,
+            fairness_commitment=reply.fairness_commitment,
+            fairness_version=reply.fairness_version,
+            fairness_draws=reply.fairness_draws,
         )
 
     @_admitted(Priority.NEW_WORK)

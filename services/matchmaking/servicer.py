@@ -15,7 +15,7 @@ from libs.pairing import Seeker
 from libs.runtime.errors import InvalidArgument
 from services.matchmaking.currencies import currency_problem
 from services.matchmaking.families import FamilyRules, family_rules
-from services.matchmaking.matchmaker import Matchmaker
+from services.matchmaking.matchmaker import Matchmaker, fairness_fields
 
 _PLAYER = re.compile(r"[A-Za-z0-9._:@-]{1,128}")
 MAX_FEE_MINOR = 10**12
@@ -215,6 +215,7 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
                     seat=0 if match["player0"] == player else 1,
                     opponent_id=match["player1"] if match["player0"] == player else match["player0"],
                     table_id=match["table_id"] or "",
+                    **fairness_fields(match),
                 )
                 for match in await self._store.matches_of(player, "")
                 if match["status"] == "playing"
@@ -226,11 +227,23 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
     async def ReportResult(
         self, request: pb.ReportResultRequest, context: grpc.aio.ServicerContext
     ) -> pb.ReportResultResponse:
+        """Record a match's result once (docs/matchmaking.md, "Results"): only for a match matchmaking
+        made (``NOT_FOUND`` otherwise), with a winner who is one of its seats; the identical result again
+        is answered without changing anything (``recorded`` false), a different one is refused."""
         result = request.result
+        if result.termination == rules_pb2.TERMINATION_UNSPECIFIED:
+            raise InvalidArgument("result.termination must say how the match ended")
         aborted = result.termination == rules_pb2.TERMINATION_ABORTED
         winner = result.winner if result.HasField("winner") else None
+        if aborted and winner is not None:
+            raise InvalidArgument("an aborted match has no winner")
         recorded = await self._store.record_result(
-            request.match_id, result.SerializeToString(), winner, aborted, self._mm.time.now_ms()
+            request.match_id,
+            result.SerializeToString(deterministic=True),
+            winner,
+            aborted,
+            self._mm.time.now_ms(),
+            same_result=lambda stored, _: rules_pb2.Result.FromString(stored) == result,
         )
         if recorded is None:
             return pb.ReportResultResponse(recorded=False)
@@ -282,7 +295,7 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
                 entry_fee_minor=match["entry_fee_minor"],
                 currency=match["currency"],
                 created_at_ms=match["created_at_ms"],
-                fairness_commitment=match["fairness_commitment"] or "",
+                **fairness_fields(match),
             )
             if match["result"] is not None:
                 entry.result.CopyFrom(rules_pb2.Result.FromString(match["result"]))

@@ -17,6 +17,7 @@ the async driver; on PostgreSQL reads run on a pooled connection of their own.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -35,7 +36,7 @@ from libs.persistence.schema import (
     mm_tables,
 )
 from libs.ratings import INITIAL_RATING, PlayerRating, rate
-from libs.runtime.errors import AlreadyExists, FailedPrecondition, NotFound
+from libs.runtime.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
 
 T = TypeVar("T")
 SHUTTING_DOWN = "matchmaking is shutting down and takes no more changes; try again"
@@ -298,9 +299,23 @@ class MatchmakingStore:
         await self._write(work)
 
     async def record_result(
-        self, match_id: str, result: bytes, winner: int | None, aborted: bool, now_ms: int
+        self,
+        match_id: str,
+        result: bytes,
+        winner: int | None,
+        aborted: bool,
+        now_ms: int,
+        *,
+        same_result: Callable[[bytes, bytes], bool] = operator.eq,
     ) -> tuple[dict[str, Any], list[RatingChange]] | None:
-        """Close the match, free both players and update both ratings; ``None`` if recorded before."""
+        """Record the result of a match matchmaking made: close it, free both players and update both
+        ratings, once. ``None`` when this very result was recorded before (a retry: nothing changes).
+
+        :raises NotFound: matchmaking made no match ``match_id`` (it holds no record of it).
+        :raises InvalidArgument: ``winner`` is not a seat of the match.
+        :raises FailedPrecondition: a different result was recorded before (``same_result(recorded,
+            result)`` is false); nothing changes.
+        """
 
         def work(conn: Connection) -> tuple[dict[str, Any], list[RatingChange]] | None:
             found = (
@@ -309,8 +324,19 @@ class MatchmakingStore:
             if found is None:
                 raise NotFound(f"matchmaking knows no match {match_id}")
             match = dict(found._mapping)
+            players = [match["player0"], match["player1"]]
+            if winner is not None and not 0 <= winner < len(players):
+                raise InvalidArgument(
+                    f"winner {winner} is not a seat of match {match_id} "
+                    f"(seat 0: {players[0]}, seat 1: {players[1]})"
+                )
             if match["result"] is not None:
-                return None
+                if same_result(bytes(match["result"]), result):
+                    return None  # a retry of the result recorded: answered, nothing changes
+                raise FailedPrecondition(
+                    f"match {match_id}'s result is already recorded; a different result is refused "
+                    "and nothing was changed"
+                )
             status = "aborted" if aborted else "finished"
             conn.execute(
                 update(mm_matches)
@@ -321,7 +347,6 @@ class MatchmakingStore:
                 conn.execute(
                     update(mm_tables).where(mm_tables.c.table_id == match["table_id"]).values(status=status)
                 )
-            players = [match["player0"], match["player1"]]
             conn.execute(
                 delete(mm_activity).where(mm_activity.c.player_id.in_(players), mm_activity.c.ref == match_id)
             )

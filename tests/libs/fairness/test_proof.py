@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from libs.fairness import (
+    FAIRNESS_VERSION,
     PROOF_FORMAT,
     ClientSeed,
     DrawKind,
@@ -21,12 +22,14 @@ from libs.fairness import (
     FairnessError,
     Proof,
     ProofFormatError,
+    UsedDraw,
     build_proof,
     commitment,
     draw_values,
     stream_key,
     verify,
 )
+from libs.fairness.derivation import DRAW_DOMAIN, KEY_DOMAIN
 
 SEED = bytes(range(32))
 SEEDS = {0: b"alice", 1: b"bob"}
@@ -339,6 +342,148 @@ def test_streams_must_not_interleave() -> None:
     assert report.failure is not None
     assert (report.failure.stream, report.failure.index) == ("a", 1)
     assert "listed after stream 'b'" in report.summary()
+
+
+def test_the_format_version_is_the_one_of_the_proof_format_and_the_derivation() -> None:
+    assert FAIRNESS_VERSION == 1
+    assert PROOF_FORMAT == "skillclassics-fairness-proof/1"
+    assert (KEY_DOMAIN, DRAW_DOMAIN) == (b"skillclassics/fairness/v1/key", b"skillclassics/fairness/v1/draw")
+
+
+# --- against what the player recorded ---
+
+
+def test_the_commitment_published_before_the_match_matches(proof: Proof) -> None:
+    report = verify(proof, commitment=proof.commitment.upper())  # hex case does not matter
+    assert report.ok
+    assert report.expected_commitment == proof.commitment
+    assert report.summary() == (
+        "OK: commitment matches; 7 draws in 4 streams reproduced exactly; "
+        "it is the commitment published before the match"
+    )
+
+
+def test_a_proof_of_another_stream_is_not_the_one_published(proof: Proof) -> None:
+    published = commitment(b"\x07" * 32)
+    report = verify(proof, commitment=published)
+    assert not report.ok
+    assert report.commitment_ok  # the proof is consistent with itself: it is just not this match's
+    assert report.failure == Failure(
+        FailureKind.UNEXPECTED_COMMITMENT,
+        f"the proof commits to {proof.commitment}, not to {published}, the commitment published before "
+        "the match: this is not the random stream the match was promised",
+    )
+    assert report.failures == (report.failure,)
+    with pytest.raises(ProofFormatError, match="expected commitment must be 64 hex characters"):
+        verify(proof, commitment="abc")
+
+
+def test_the_players_client_seed_is_found_for_their_seat(proof: Proof) -> None:
+    report = verify(proof, client_seeds={0: b"alice"})
+    assert report.ok
+    assert report.client_seeds_checked == 1
+    assert report.summary().endswith("; your client seed is in")
+    assert verify(proof, client_seeds=[b"bob"]).ok  # the seat not known: any seat will do
+    assert verify(proof, client_seeds=SEEDS).summary().endswith("; your client seeds are in")
+
+
+@pytest.mark.parametrize(
+    ("seeds", "message"),
+    [
+        (
+            {1: b"alice"},
+            "your client seed 616c696365 is not in the proof: it has another seed for seat 1 (626f62)",
+        ),
+        ({2: b"carol"}, "your client seed 6361726f6c is not in the proof: it has no client seed for seat 2"),
+        ([b"carol"], "your client seed 6361726f6c is not in the proof (for any seat)"),
+    ],
+)
+def test_a_client_seed_missing_from_the_proof_fails(
+    proof: Proof, seeds: dict[int, bytes] | list[bytes], message: str
+) -> None:
+    report = verify(proof, client_seeds=seeds)
+    assert not report.ok
+    assert report.failure is not None
+    assert report.failure.kind is FailureKind.CLIENT_SEED_MISSING
+    assert report.failure.message == message
+    assert report.failure.seat == (None if isinstance(seeds, list) else next(iter(seeds)))
+    assert report.summary() == f"FAIL: {message}"
+
+
+def test_a_proof_without_the_players_seed_fails_even_when_its_draws_reproduce() -> None:
+    # The server left the player's seed out and derived everything without it: consistent, but the
+    # player's seed never counted.
+    proof = build_proof(SEED, "m-1", {1: b"bob"}, DRAWS)
+    assert verify(proof).ok
+    report = verify(proof, client_seeds={0: b"alice"})
+    assert report.failure is not None
+    assert (report.failure.kind, report.failure.seat) == (FailureKind.CLIENT_SEED_MISSING, 0)
+
+
+def test_every_draw_the_match_used_is_in_the_proof(proof: Proof) -> None:
+    deck = next(d for d in proof.draws if d.stream == "deck")
+    used = [UsedDraw("dice", 0), UsedDraw("dice", 2), UsedDraw("deck", 0, deck.values)]
+    report = verify(proof, used_draws=used)
+    assert report.ok
+    assert report.used_draws_checked == 3
+    assert report.summary().endswith("; all 3 draws the match used are in")
+
+
+def test_a_draw_the_match_used_missing_from_the_proof_fails(proof: Proof) -> None:
+    # The proof leaves out the last dice roll (so its own order checks cannot tell: no gap follows).
+    shorter = with_draws(proof, [d for d in proof.draws if (d.stream, d.index) != ("dice", 2)])
+    assert verify(shorter).ok
+    report = verify(shorter, used_draws=[UsedDraw("dice", 1), UsedDraw("dice", 2)])
+    assert report.failure == Failure(
+        FailureKind.DRAW_MISSING,
+        "the match used draw stream 'dice' index 2, but the proof does not have it",
+        "dice",
+        2,
+    )
+    assert report.summary() == f"FAIL: {report.failure.message}"
+
+
+def test_a_draw_the_match_used_with_other_values_fails(proof: Proof) -> None:
+    dice = next(d for d in proof.draws if (d.stream, d.index) == ("dice", 1))
+    seen = (dice.values[0] % 6 + 1, dice.values[1])
+    report = verify(proof, used_draws=[UsedDraw("dice", 1, seen)])
+    assert report.failure is not None
+    assert report.failure.kind is FailureKind.DRAW_DIFFERS
+    assert (report.failure.expected, report.failure.recorded) == (seen, dice.values)
+    assert report.failure.message.startswith("the match used draw stream 'dice' index 1 with values [")
+
+
+def test_each_difference_is_reported_on_its_own(proof: Proof) -> None:
+    draws = list(proof.draws)
+    draws[4] = tampered(draws[4], (draws[4].values[0] % 6 + 1, draws[4].values[1]))  # ("dice", 1)
+    report = verify(
+        with_draws(proof, draws),
+        commitment="ab" * 32,
+        client_seeds={0: b"carol"},
+        used_draws=[UsedDraw("dice", 7), UsedDraw("shuffle", 0)],
+    )
+    kinds = [failure.kind for failure in report.failures]
+    assert kinds == [
+        FailureKind.UNEXPECTED_COMMITMENT,
+        FailureKind.MISMATCH,
+        FailureKind.CLIENT_SEED_MISSING,
+        FailureKind.DRAW_MISSING,
+        FailureKind.DRAW_MISSING,
+    ]
+    assert report.failure is report.failures[0]
+    assert report.summary() == f"FAIL: {report.failures[0].message} (and 4 more problems)"
+    assert report.lines() == [f"FAIL: {failure.message}" for failure in report.failures]
+
+
+def test_what_the_player_recorded_is_checked_for_form(proof: Proof) -> None:
+    with pytest.raises(FairnessError):
+        verify(proof, client_seeds={0: b""})
+    with pytest.raises(FairnessError):
+        verify(proof, client_seeds={-1: b"alice"})
+    with pytest.raises(FairnessError):
+        UsedDraw("Dice", 0)
+    with pytest.raises(FairnessError):
+        UsedDraw("dice", -1)
 
 
 # --- malformed proofs ---

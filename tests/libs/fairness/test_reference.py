@@ -25,6 +25,7 @@ from libs.fairness import (
     DrawKind,
     DrawSpec,
     Proof,
+    UsedDraw,
     build_proof,
     commitment,
     draw_values,
@@ -341,7 +342,16 @@ def test_example_proof_in_the_document_verifies() -> None:
     assert report.ok, report.summary()
     assert proof.to_json() == text  # the example is in the canonical layout
     quoted = set(re.findall(r"^OK: .*$", _doc(), flags=re.M))
-    assert quoted == {report.summary()}
+    # Section 11 runs it on its own, and against what the player of seat 0 recorded.
+    recorded = verify(
+        proof,
+        commitment=proof.commitment,
+        client_seeds={0: bytes.fromhex("616c696365")},
+        used_draws=[UsedDraw("dice", 0), UsedDraw("dice", 1)],
+    )
+    assert quoted == {report.summary(), recorded.summary()}
+    failed = verify(proof, client_seeds={0: bytes.fromhex("626f62")}, used_draws=[UsedDraw("dice", 7)])
+    assert set(re.findall(r"^FAIL: .*$", _doc(), flags=re.M)) == set(failed.lines())
     for draw in proof.draws:
         expected = Reference.draw(
             Reference.stream_key(

@@ -8,8 +8,10 @@ from __future__ import annotations
 from libs.clocks import TimeControl
 from libs.engines.base import Termination
 from libs.engines.chess import ChessOptions, Ruleset
-from libs.match.model import Due, EventKind, MatchEvent, MatchRecord, MatchStatus, created, step
+from libs.engines.gin import GinOptions
+from libs.match.model import DrawUsed, Due, EventKind, MatchEvent, MatchRecord, MatchStatus, created, step
 from services.rules_chess.family import ChessFamily
+from services.rules_gin.family import GinFamily
 
 FAMILY = ChessFamily()
 T0 = 1_700_000_000_000
@@ -190,3 +192,36 @@ def test_a_move_presses_the_clock_and_is_counted() -> None:
     # The first move starts the clocks; Black's 3 s are charged and the increment credited.
     assert [(m.seat, m.remaining_ms) for m in record.clock_marks] == [(0, 60_000), (1, 59_000)]
     assert record.clock.to_move == 0
+
+
+# -- fairness ------------------------------------------------------------------------------------------------
+
+
+def test_a_gin_match_keeps_the_draws_it_used_and_its_fairness_version() -> None:
+    gin = GinFamily()
+    setup = {
+        "match_id": "gin.0.model",
+        "family": "gin",
+        "players": ["alice", "bob"],
+        "options": dict(gin.options_to_json(GinOptions())),
+        "time_control": TimeControl.sudden_death(5 * 60_000).to_dict(),
+        "fairness_commitment": "ab" * 32,
+        "first_move_timeout_ms": TIMEOUT,
+        "disconnect_forfeit_ms": TIMEOUT,
+        "created_at_ms": T0,
+    }  # as logged before the version was: that was version 1, the only one then
+    record = created(gin, MatchEvent(1, EventKind.CREATED, T0, setup, None, "create"))
+    assert record.setup.fairness_version == 1
+    assert record.setup.to_json()["fairness_version"] == 1
+    assert record.draws == ()
+    used = []
+    for values in ((1,), tuple(range(52))):
+        request = record.chance_needed(gin)
+        assert request is not None
+        payload = {"request": request.to_json(), "values": list(values)}
+        record = step(gin, record, MatchEvent(record.sequence + 1, EventKind.CHANCE, T0 + 1, payload))
+        used.append(DrawUsed(request, values))
+    assert record.draws == tuple(used)
+    assert [(d.request.stream, d.request.index) for d in record.draws] == [("dealer", 0), ("shuffle", 0)]
+    chess = new_match()
+    assert (chess.setup.fairness_version, chess.draws) == (0, ())

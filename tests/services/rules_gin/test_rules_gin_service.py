@@ -261,3 +261,68 @@ async def _draws_issued(stack: Stack, match_id: str) -> dict[str, int]:
             fairness_pb2.GetCommitmentRequest(match_id=match_id)
         )
     return {s.stream: s.draws_issued for s in progress.streams}
+
+
+async def test_every_watch_starts_with_the_commitment_and_the_record_lists_the_draws(stack: Stack) -> None:
+    match_id = await create(stack)  # no seed window: dealt at once
+    async with backend_channel(stack.fairness.address, "operator") as channel:
+        commitment = (
+            await fairness_pb2_grpc.FairnessServiceStub(channel).GetCommitment(
+                fairness_pb2.GetCommitmentRequest(match_id=match_id)
+            )
+        ).commitment
+    async with backend_channel(stack.rules.address, "gateway") as channel:
+        stub = Stub(channel)
+
+        async def first_updates(from_sequence: int, count: int) -> list[pb.MatchUpdate]:
+            watch = stub.Watch(pb.WatchRequest(match_id=match_id, seat=0, from_sequence=from_sequence))
+            try:
+                async with asyncio.timeout(5):
+                    return [(await watch.read()).update for _ in range(count)]
+            finally:
+                watch.cancel()
+
+        dealt = await first_updates(0, 3)  # created, the dealer, the first shuffle
+        assert [u.event.kind for u in dealt] == ["created", "chance", "chance"]
+        assert [(u.fairness_commitment, u.fairness_version) for u in dealt] == [
+            (commitment, 1),
+            ("", 0),
+            ("", 0),
+        ]
+        assert [(u.event.draw.stream, u.event.draw.index, list(u.event.draw.values)) for u in dealt[1:]] == [
+            ("dealer", 0, []),
+            ("shuffle", 0, []),
+        ]
+        resumed = await first_updates(2, 1)  # a watch from a later sequence starts with it all the same
+        assert resumed[0].sequence == 3
+        assert (resumed[0].fairness_commitment, resumed[0].fairness_version) == (commitment, 1)
+        await stub.SubmitAction(
+            pb.SubmitActionRequest(
+                match_id=match_id, seat=1, idempotency_key="resign", action=pb.Action(resign=pb.Resign())
+            )
+        )
+        record = await stub.GetRecord(pb.GetRecordRequest(match_id=match_id))
+    assert (record.fairness_commitment, record.fairness_version) == (commitment, 1)
+    assert [(d.stream, d.index, d.kind, d.count, d.bound) for d in record.fairness_draws] == [
+        ("dealer", 0, "coin", 1, 0),
+        ("shuffle", 0, "shuffle", 1, 52),
+    ]
+    assert sorted(record.fairness_draws[1].values) == list(range(52))
+
+    async with backend_channel(stack.rules.address, "matchmaking") as channel:
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await Stub(channel).CreateMatch(
+                pb.CreateMatchRequest(
+                    match_id="gin.0.version2",
+                    seats=SEATS,
+                    options=pb.MatchOptions(gin=gin_pb2.GinOptions()),
+                    time_control=pb.TimeControl(base_ms=60_000),
+                    fairness_commitment=commitment,
+                    fairness_version=2,
+                    idempotency_key="v2",
+                )
+            )
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "fairness_version 2 is not the version this service draws with (1)" in (
+        refused.value.details() or ""
+    )

@@ -679,12 +679,26 @@ class GetRecordResponse(_message.Message):
     RESULT_FIELD_NUMBER: _builtins.int
     RECORD_FIELD_NUMBER: _builtins.int
     RECORD_FORMAT_FIELD_NUMBER: _builtins.int
+    FAIRNESS_COMMITMENT_FIELD_NUMBER: _builtins.int
+    FAIRNESS_VERSION_FIELD_NUMBER: _builtins.int
+    FAIRNESS_DRAWS_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
     record: _builtins.str
     """The game in the family's notation: PGN for chess."""
     record_format: _builtins.str
+    fairness_commitment: _builtins.str
+    """The match's fairness commitment and its version, as announced before the match (empty and 0 for
+    families without chance).
+    """
+    fairness_version: _builtins.int
     @_builtins.property
     def result(self) -> _rules_pb2.Result: ...
+    @_builtins.property
+    def fairness_draws(self) -> _containers.RepeatedCompositeFieldContainer[_rules_pb2.FairnessDraw]:
+        """Every draw the match used from its fairness stream, with the values the game used: each must be in
+        the proof (GetFairnessProof) with the same values (`skillclassics proof` checks that).
+        """
+
     def __init__(
         self,
         *,
@@ -692,10 +706,13 @@ class GetRecordResponse(_message.Message):
         result: _rules_pb2.Result | None = ...,
         record: _builtins.str = ...,
         record_format: _builtins.str = ...,
+        fairness_commitment: _builtins.str = ...,
+        fairness_version: _builtins.int = ...,
+        fairness_draws: _abc.Iterable[_rules_pb2.FairnessDraw] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["result", b"result"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["match_id", b"match_id", "record", b"record", "record_format", b"record_format", "result", b"result"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["fairness_commitment", b"fairness_commitment", "fairness_draws", b"fairness_draws", "fairness_version", b"fairness_version", "match_id", b"match_id", "record", b"record", "record_format", b"record_format", "result", b"result"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -488,12 +488,24 @@ class MatchReady(_message.Message):
     SEAT_FIELD_NUMBER: _builtins.int
     OPPONENT_ID_FIELD_NUMBER: _builtins.int
     TABLE_ID_FIELD_NUMBER: _builtins.int
+    FAIRNESS_COMMITMENT_FIELD_NUMBER: _builtins.int
+    FAIRNESS_VERSION_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
     family: _builtins.str
     seat: _builtins.int
     opponent_id: _builtins.str
     table_id: _builtins.str
     """The table it came from (empty for a quick-match pairing)."""
+    fairness_commitment: _builtins.str
+    """The fairness commitment of the match's random stream (lower-case hex SHA-256 of its server seed),
+    made before the match was created, for families that use chance; empty for chess. A player records
+    it now, before the first draw, and checks the proof against it once the match is over
+    (docs/fairness.md).
+    """
+    fairness_version: _builtins.int
+    """The version of the fairness derivation and proof format of that stream (1 today); 0 without a
+    commitment.
+    """
     def __init__(
         self,
         *,
@@ -502,10 +514,12 @@ class MatchReady(_message.Message):
         seat: _builtins.int = ...,
         opponent_id: _builtins.str = ...,
         table_id: _builtins.str = ...,
+        fairness_commitment: _builtins.str = ...,
+        fairness_version: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["family", b"family", "match_id", b"match_id", "opponent_id", b"opponent_id", "seat", b"seat", "table_id", b"table_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["fairness_commitment", b"fairness_commitment", "fairness_version", b"fairness_version", "family", b"family", "match_id", b"match_id", "opponent_id", b"opponent_id", "seat", b"seat", "table_id", b"table_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -802,6 +816,7 @@ class PlayedMatch(_message.Message):
     RATING_BEFORE_FIELD_NUMBER: _builtins.int
     RATING_AFTER_FIELD_NUMBER: _builtins.int
     FAIRNESS_COMMITMENT_FIELD_NUMBER: _builtins.int
+    FAIRNESS_VERSION_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
     family: _builtins.str
     table_id: _builtins.str
@@ -817,6 +832,8 @@ class PlayedMatch(_message.Message):
     """The fairness commitment published before the match, for families that use chance (empty for
     chess); the proof is revealed once the match is over (gateway GetFairnessProof).
     """
+    fairness_version: _builtins.int
+    """The version of the fairness derivation and proof format of that stream; 0 without a commitment."""
     @_builtins.property
     def result(self) -> _rules_pb2.Result: ...
     def __init__(
@@ -834,10 +851,11 @@ class PlayedMatch(_message.Message):
         rating_before: _builtins.int | None = ...,
         rating_after: _builtins.int | None = ...,
         fairness_commitment: _builtins.str = ...,
+        fairness_version: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_rating_after", b"_rating_after", "_rating_before", b"_rating_before", "rating_after", b"rating_after", "rating_before", b"rating_before", "result", b"result"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_rating_after", b"_rating_after", "_rating_before", b"_rating_before", "created_at_ms", b"created_at_ms", "currency", b"currency", "entry_fee_minor", b"entry_fee_minor", "fairness_commitment", b"fairness_commitment", "family", b"family", "match_id", b"match_id", "opponent_id", b"opponent_id", "rating_after", b"rating_after", "rating_before", b"rating_before", "result", b"result", "seat", b"seat", "table_id", b"table_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_rating_after", b"_rating_after", "_rating_before", b"_rating_before", "created_at_ms", b"created_at_ms", "currency", b"currency", "entry_fee_minor", b"entry_fee_minor", "fairness_commitment", b"fairness_commitment", "fairness_version", b"fairness_version", "family", b"family", "match_id", b"match_id", "opponent_id", b"opponent_id", "rating_after", b"rating_after", "rating_before", b"rating_before", "result", b"result", "seat", b"seat", "table_id", b"table_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__rating_after: _TypeAlias = _typing.Literal["rating_after"]  # noqa: Y015
     _WhichOneofArgType__rating_after: _TypeAlias = _typing.Literal["_rating_after", b"_rating_after"]  # noqa: Y015

@@ -360,13 +360,22 @@ class Event(_message.Message):
     SEAT_FIELD_NUMBER: _builtins.int
     DESCRIPTION_FIELD_NUMBER: _builtins.int
     AT_MS_FIELD_NUMBER: _builtins.int
+    DRAW_FIELD_NUMBER: _builtins.int
     kind: _builtins.str
-    """created, action, resign, presence, end."""
+    """created, action, resign, presence, end, chance."""
     seat: _builtins.int
     """The seat that acted, when one did."""
     description: _builtins.str
     """The action in the family's notation (a SAN move in chess), or a description."""
     at_ms: _builtins.int
+    @_builtins.property
+    def draw(self) -> Global___FairnessDraw:
+        """For a chance event: which draw of the match's fairness stream the game used (stream, index, kind,
+        count, bound), so that a player can list the draws their match used and find each in the proof
+        (docs/fairness.md). Its values are left out here (a shuffle's order is secret while the match is
+        on); GetRecord lists them once the match is over.
+        """
+
     def __init__(
         self,
         *,
@@ -374,16 +383,59 @@ class Event(_message.Message):
         seat: _builtins.int | None = ...,
         description: _builtins.str = ...,
         at_ms: _builtins.int = ...,
+        draw: Global___FairnessDraw | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "seat", b"seat"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "draw", b"draw", "seat", b"seat"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "at_ms", b"at_ms", "description", b"description", "kind", b"kind", "seat", b"seat"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "at_ms", b"at_ms", "description", b"description", "draw", b"draw", "kind", b"kind", "seat", b"seat"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__seat: _TypeAlias = _typing.Literal["seat"]  # noqa: Y015
     _WhichOneofArgType__seat: _TypeAlias = _typing.Literal["_seat", b"_seat"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType__seat) -> _WhichOneofReturnType__seat | None: ...
 
 Global___Event: _TypeAlias = Event  # noqa: Y015
+
+@_typing.final
+class FairnessDraw(_message.Message):
+    """FairnessDraw is one draw a match took from its fairness stream (docs/fairness.md, sections 5 and 6)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    STREAM_FIELD_NUMBER: _builtins.int
+    INDEX_FIELD_NUMBER: _builtins.int
+    KIND_FIELD_NUMBER: _builtins.int
+    COUNT_FIELD_NUMBER: _builtins.int
+    BOUND_FIELD_NUMBER: _builtins.int
+    VALUES_FIELD_NUMBER: _builtins.int
+    stream: _builtins.str
+    """The stream name (gin rummy: "dealer", "shuffle")."""
+    index: _builtins.int
+    """The draw's index in its stream: 0, 1, 2, ... in the order the game's rules give."""
+    kind: _builtins.str
+    """dice, integer, coin or shuffle (as in the proof)."""
+    count: _builtins.int
+    bound: _builtins.int
+    @_builtins.property
+    def values(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """The values the game used (empty where they are not shown: see Event.draw)."""
+
+    def __init__(
+        self,
+        *,
+        stream: _builtins.str = ...,
+        index: _builtins.int = ...,
+        kind: _builtins.str = ...,
+        count: _builtins.int = ...,
+        bound: _builtins.int = ...,
+        values: _abc.Iterable[_builtins.int] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bound", b"bound", "count", b"count", "index", b"index", "kind", b"kind", "stream", b"stream", "values", b"values"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___FairnessDraw: _TypeAlias = FairnessDraw  # noqa: Y015
 
 @_typing.final
 class MatchUpdate(_message.Message):
@@ -402,6 +454,8 @@ class MatchUpdate(_message.Message):
     LEGAL_ACTIONS_FIELD_NUMBER: _builtins.int
     RESULT_FIELD_NUMBER: _builtins.int
     CONNECTED_SEATS_FIELD_NUMBER: _builtins.int
+    FAIRNESS_COMMITMENT_FIELD_NUMBER: _builtins.int
+    FAIRNESS_VERSION_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
     sequence: _builtins.int
     status: Global___MatchStatus.ValueType
@@ -409,6 +463,18 @@ class MatchUpdate(_message.Message):
     """The server instant the clocks are given at, Unix ms."""
     to_move: _builtins.int
     """The seat to move, if any."""
+    fairness_commitment: _builtins.str
+    """The match's fairness commitment: the lower-case hex SHA-256 of the server seed its random stream
+    (shuffles, dice) comes from, published before the match (docs/fairness.md). Set on the first
+    update of every watch, whatever sequence it starts from (Watch and Exchange watches, so the first
+    update of the gateway's WatchMatch and Play streams), on every update made before the match's
+    first draw, and on GetMatch's update; empty on the others and always for families without chance
+    (chess). A player records it before play and checks the proof against it afterwards.
+    """
+    fairness_version: _builtins.int
+    """The version of the fairness derivation and proof format of that stream (1: docs/fairness.md,
+    proof format "skillclassics-fairness-proof/1"). Set with fairness_commitment; 0 when it is empty.
+    """
     @_builtins.property
     def event(self) -> Global___Event: ...
     @_builtins.property
@@ -441,10 +507,12 @@ class MatchUpdate(_message.Message):
         legal_actions: _abc.Iterable[_builtins.str] | None = ...,
         result: Global___Result | None = ...,
         connected_seats: _abc.Iterable[_builtins.int] | None = ...,
+        fairness_commitment: _builtins.str = ...,
+        fairness_version: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_to_move", b"_to_move", "event", b"event", "result", b"result", "to_move", b"to_move", "view", b"view"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_to_move", b"_to_move", "clocks", b"clocks", "connected_seats", b"connected_seats", "event", b"event", "legal_actions", b"legal_actions", "match_id", b"match_id", "result", b"result", "sequence", b"sequence", "server_time_ms", b"server_time_ms", "status", b"status", "to_move", b"to_move", "view", b"view"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_to_move", b"_to_move", "clocks", b"clocks", "connected_seats", b"connected_seats", "event", b"event", "fairness_commitment", b"fairness_commitment", "fairness_version", b"fairness_version", "legal_actions", b"legal_actions", "match_id", b"match_id", "result", b"result", "sequence", b"sequence", "server_time_ms", b"server_time_ms", "status", b"status", "to_move", b"to_move", "view", b"view"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__to_move: _TypeAlias = _typing.Literal["to_move"]  # noqa: Y015
     _WhichOneofArgType__to_move: _TypeAlias = _typing.Literal["_to_move", b"_to_move"]  # noqa: Y015
@@ -465,6 +533,7 @@ class CreateMatchRequest(_message.Message):
     FIRST_MOVE_TIMEOUT_MS_FIELD_NUMBER: _builtins.int
     DISCONNECT_FORFEIT_MS_FIELD_NUMBER: _builtins.int
     CLIENT_SEED_WINDOW_MS_FIELD_NUMBER: _builtins.int
+    FAIRNESS_VERSION_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
     fairness_commitment: _builtins.str
     """The fairness commitment, for families that use chance."""
@@ -477,6 +546,11 @@ class CreateMatchRequest(_message.Message):
     """For families that use chance: how long the first draw waits for every seat's client seed
     (fairness AddClientSeed) before it is made anyway (0: no wait). Matchmaking gives players a few
     seconds; docs/fairness.md explains why the seeds matter.
+    """
+    fairness_version: _builtins.int
+    """The version of the fairness stream behind fairness_commitment (0: the rules service's own, today
+    1). The match announces it to players with the commitment; a version the service does not draw
+    with is INVALID_ARGUMENT. Unused (0) without a commitment.
     """
     @_builtins.property
     def seats(self) -> _containers.RepeatedCompositeFieldContainer[Global___SeatAssignment]: ...
@@ -496,10 +570,11 @@ class CreateMatchRequest(_message.Message):
         first_move_timeout_ms: _builtins.int = ...,
         disconnect_forfeit_ms: _builtins.int = ...,
         client_seed_window_ms: _builtins.int = ...,
+        fairness_version: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options", "time_control", b"time_control"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["client_seed_window_ms", b"client_seed_window_ms", "disconnect_forfeit_ms", b"disconnect_forfeit_ms", "fairness_commitment", b"fairness_commitment", "first_move_timeout_ms", b"first_move_timeout_ms", "idempotency_key", b"idempotency_key", "match_id", b"match_id", "options", b"options", "seats", b"seats", "time_control", b"time_control"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["client_seed_window_ms", b"client_seed_window_ms", "disconnect_forfeit_ms", b"disconnect_forfeit_ms", "fairness_commitment", b"fairness_commitment", "fairness_version", b"fairness_version", "first_move_timeout_ms", b"first_move_timeout_ms", "idempotency_key", b"idempotency_key", "match_id", b"match_id", "options", b"options", "seats", b"seats", "time_control", b"time_control"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -859,12 +934,26 @@ class GetRecordResponse(_message.Message):
     RESULT_FIELD_NUMBER: _builtins.int
     RECORD_FIELD_NUMBER: _builtins.int
     RECORD_FORMAT_FIELD_NUMBER: _builtins.int
+    FAIRNESS_COMMITMENT_FIELD_NUMBER: _builtins.int
+    FAIRNESS_VERSION_FIELD_NUMBER: _builtins.int
+    FAIRNESS_DRAWS_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
     record: _builtins.str
     """The game in the family's notation: PGN for chess."""
     record_format: _builtins.str
+    fairness_commitment: _builtins.str
+    """The match's fairness commitment and its version, as announced before the match (empty and 0 for
+    families without chance).
+    """
+    fairness_version: _builtins.int
     @_builtins.property
     def result(self) -> Global___Result: ...
+    @_builtins.property
+    def fairness_draws(self) -> _containers.RepeatedCompositeFieldContainer[Global___FairnessDraw]:
+        """Every draw the match used from its fairness stream, with the values the game used, in the order it
+        drew them: each must be in the match's fairness proof with the same values (empty for chess).
+        """
+
     def __init__(
         self,
         *,
@@ -872,10 +961,13 @@ class GetRecordResponse(_message.Message):
         result: Global___Result | None = ...,
         record: _builtins.str = ...,
         record_format: _builtins.str = ...,
+        fairness_commitment: _builtins.str = ...,
+        fairness_version: _builtins.int = ...,
+        fairness_draws: _abc.Iterable[Global___FairnessDraw] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["result", b"result"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["match_id", b"match_id", "record", b"record", "record_format", b"record_format", "result", b"result"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["fairness_commitment", b"fairness_commitment", "fairness_draws", b"fairness_draws", "fairness_version", b"fairness_version", "match_id", b"match_id", "record", b"record", "record_format", b"record_format", "result", b"result"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
