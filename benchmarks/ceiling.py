@@ -14,6 +14,10 @@ It measures a second shape too, the one the platform plays over since #8's third
 actions, their answers and its updates, and the gateway keeps one ``Exchange`` stream to the rules
 process on which everything is batched (each message carries whatever calls or replies are ready).
 
+The gateway's hop to the rules process is mutual TLS, as between the platform's services (the relay
+presents the gateway's certificate of this run's development PKI, the rules process rules-chess-0's);
+the players' hop is plaintext, as the gateway's own port is.
+
 The figures are upper bounds for each shape on this machine: the real platform adds a durable write,
 the rules engine, views, clocks, tokens and admission on top. Issue #8's target (a quarter of the
 yardstick with 500 matches) is read against them in docs/performance.md.
@@ -42,9 +46,9 @@ from typing import Any
 import grpc
 
 from benchmarks.grpc_baseline import baseline_rate
-from benchmarks.support import machine_cpu, percentile
+from benchmarks.support import bench_pki, machine_cpu, percentile
 from libs.runtime import eventloop
-from tests.support import free_port
+from tests.support import free_port, transport_as
 
 MATCHES = 500
 SECONDS = 10.0
@@ -165,13 +169,16 @@ async def serve_rules(port: int) -> None:
         finally:
             reader.cancel()
 
-    await _serve(port, _handlers(submit, watch, exchange=exchange))
+    # Mutual TLS, as a rules shard serves the gateway.
+    await _serve(
+        port, _handlers(submit, watch, exchange=exchange), transport_as("rules-chess-0").server_credentials()
+    )
 
 
 async def serve_gateway(port: int, upstream: str) -> None:
     """Relays submits to the rules process and copies its stream messages to each player (the unary
     shape), and carries each player's Play stream over one batched Exchange stream (the streamed one)."""
-    channel = grpc.aio.insecure_channel(upstream)
+    channel = transport_as("gateway").channel(upstream, "rules-chess")  # mutual TLS, as the gateway's
     forward = channel.unary_unary(_SUBMIT, request_serializer=_identity, response_deserializer=_identity)
     open_watch = channel.unary_stream(_WATCH, request_serializer=_identity, response_deserializer=_identity)
     open_exchange = channel.stream_stream(
@@ -230,10 +237,16 @@ async def serve_gateway(port: int, upstream: str) -> None:
     await _serve(port, _handlers(submit, watch, play=play))
 
 
-async def _serve(port: int, handlers: grpc.GenericRpcHandler) -> None:
+async def _serve(
+    port: int, handlers: grpc.GenericRpcHandler, credentials: grpc.ServerCredentials | None = None
+) -> None:
+    """Serve ``handlers`` on ``port``: mutual TLS with ``credentials``, else plaintext."""
     server = grpc.aio.server()
     server.add_generic_rpc_handlers((handlers,))
-    server.add_insecure_port(f"127.0.0.1:{port}")
+    if credentials is not None:
+        server.add_secure_port(f"127.0.0.1:{port}", credentials)
+    else:
+        server.add_insecure_port(f"127.0.0.1:{port}")
     await server.start()
     await server.wait_for_termination()
 
@@ -347,6 +360,7 @@ async def ceiling_rate(
 ) -> float:
     """Start the do-nothing rules and gateway processes and drive them in ``shape`` (:data:`SHAPES`)
     (:func:`drive` says what ``think_ms`` and ``window`` are)."""
+    bench_pki()  # the relays' certificates (TLS_DIR, inherited by their processes)
     rules_port, gateway_port = free_port(), free_port()
     processes = [
         await asyncio.create_subprocess_exec(

@@ -19,6 +19,7 @@ import tempfile
 import time
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -32,7 +33,7 @@ from benchmarks.support import percentile, stack_env
 from clients.load.procstat import read_sample
 from libs.launcher import Stack, find_free_port_offset
 from libs.runtime import eventloop
-from services.gateway.tokens import mint_token
+from services.gateway.tokens import SigningKey, mint_token, write_development_key
 
 GAMES = 100
 ONE_AT_A_TIME = 5
@@ -40,7 +41,8 @@ ONE_AT_A_TIME = 5
 MOVES_PER_GAME = 40
 TABLES_AT_ONCE = 25
 SEED = 6
-KEY = bytes(range(100, 132))
+KEY = SigningKey.generate()
+"""The stack's development token key (written into its data folder before it starts)."""
 MINUTE = 60_000
 Metadata = tuple[tuple[str, str], ...]
 
@@ -162,9 +164,10 @@ def cpu_use(stack: Stack) -> dict[str, float]:
 
 
 async def run() -> None:
-    env, backend = stack_env(KEY)
+    env, backend = stack_env(b"")  # the retired GATEWAY_TOKEN_KEY: the gateway trusts KEY, written below
     run_id = uuid.uuid4().hex[:8]
     with tempfile.TemporaryDirectory() as data_dir:
+        write_development_key(Path(data_dir), KEY)
         stack = Stack(port_offset=find_free_port_offset(), data_dir=data_dir, echo=False, env=env)
         async with stack, grpc.aio.insecure_channel(stack.address("gateway")) as channel:
             gw = gateway_pb2_grpc.GatewayServiceStub(channel)

@@ -52,7 +52,7 @@ from libs.persistence.schema import mm_activity, mm_matches, mm_queue
 from libs.runtime.config import sqlite_url
 from services.matchmaking.matchmaker import PAIRING_BATCH
 from services.matchmaking.servicer import queue_pool
-from tests.support import ServiceProcess
+from tests.support import ServiceProcess, backend_channel
 
 QUEUED = 10_000
 """The backlog: players waiting when the service starts."""
@@ -348,7 +348,7 @@ async def run(
     run_id = uuid.uuid4().hex[:6]  # players of earlier runs may still be in a BENCH_DATABASE_URL
     async with (
         stack() as (matchmaking, url, backend),
-        grpc.aio.insecure_channel(matchmaking.address) as channel,
+        backend_channel(matchmaking.address, "gateway") as channel,  # the lobby's calls come from the gateway
     ):
         stub = matchmaking_pb2_grpc.MatchmakingServiceStub(channel)
         db = Database(url)

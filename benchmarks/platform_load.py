@@ -26,7 +26,7 @@
 4. **Clock expiry lateness under that load**: the same players at the same think time, a second window
    of ``SECONDS`` during which a probe process of its own (``python -m benchmarks.platform_load probe
    ...``, so that the load generator's event loop does not add to it) arms ``PROBE_TIMERS`` timers on the
-   stack's clock service directly (owner ``bench-probe-<random>``), each ``PROBE_LEAD_MS`` before its
+   stack's clock service directly (as ``PROBE_OWNER``, over mutual TLS), each ``PROBE_LEAD_MS`` before its
    deadline, the deadlines spread evenly over the window, watches them with ``WatchExpirations`` and
    acknowledges each. Lateness is measured at the watcher, as :mod:`benchmarks.clock` does: the instant
    the expiration arrives minus the timer's deadline (target: p99 under 20 ms). The probe has a window of
@@ -72,15 +72,15 @@ import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
 
-import grpc
 from skillclassics.clock.v1 import clock_pb2, clock_pb2_grpc
 from skillclassics.rules.v1 import rules_pb2
 
 from benchmarks.grpc_baseline import CONCURRENCY as BASELINE_CONCURRENCY
 from benchmarks.grpc_baseline import baseline_rate
-from benchmarks.support import machine_cpu, percentile, stack_env
+from benchmarks.support import bench_pki, machine_cpu, percentile, stack_env
 from clients.load.harness import Engine, FamilyPlan, LoadConfig, Metrics, parse_families
 from clients.load.histogram import Histogram
 from clients.load.procstat import ProcessMonitor, ServiceUsage
@@ -88,7 +88,8 @@ from libs.launcher import Stack, find_free_port_offset
 from libs.runtime import eventloop
 from libs.runtime.config import DEFAULT_GC_THRESHOLDS
 from libs.runtime.server import garbage_collector_settled
-from services.gateway.tokens import mint_token
+from services.gateway.tokens import SigningKey, mint_token, write_development_key
+from tests.support import backend_channel
 
 MATCHES: Final = 500
 """Matches at once in phases 2 and 3 (``PLATFORM_LOAD_MATCHES``)."""
@@ -112,6 +113,9 @@ PROBE_LEAD_MS: Final = 2_000
 """Each probe timer is armed this long before its deadline."""
 PROBE_MARGIN_S: Final = 4.0
 """The probe's deadlines end this long before the window does (its start-up and lead fit in it)."""
+PROBE_OWNER: Final = "rules-probe-0"
+"""The identity the probe calls the clock as, and the owner of its timers: a rules shard, as every
+user of timers is (a shard arms and watches only its own timers), of no family the stack runs."""
 MINUTES: Final = 10.0
 """Main time per player (a lobby clock of both families): no clock runs out during a phase."""
 UNLOADED_CYCLE_MS: Final = 15.0
@@ -122,8 +126,9 @@ THINK_JITTER: Final = 0.25
 CONNECTIONS: Final = 8
 """HTTP/2 connections from the load generator to the gateway."""
 SEED: Final = 8
-KEY: Final = bytes(range(140, 172))
-"""The stack's token key (``GATEWAY_TOKEN_KEY``), so that this process can mint players' tokens."""
+KEY: Final = SigningKey.generate()
+"""The stack's development token key (written into its data folder before it starts), so that this
+process can mint players' tokens."""
 TARGET_SHARE: Final = 0.25
 SLOW_SHARE: Final = 0.5
 """Phase 3 offers this share of phase 2's rate (``PLATFORM_LOAD_SLOW_SHARE``; the target's is a half)."""
@@ -550,7 +555,7 @@ async def probe(address: str, owner: str, timers: int, spread_ms: int, lead_ms: 
     deadlines spread evenly over ``spread_ms`` starting ``lead_ms`` from now; watch and acknowledge
     them. Returns each one's lateness at the watcher and as the service reported it (ms), and how many
     were armed only after their deadline."""
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with backend_channel(address, owner, "clock") as channel:  # mutual TLS as the owner itself
         stub = clock_pb2_grpc.ClockServiceStub(channel)
         await stub.Now(clock_pb2.NowRequest())
         call = stub.WatchExpirations(clock_pb2.WatchExpirationsRequest(owner=owner))
@@ -773,8 +778,11 @@ async def _run() -> None:
         f"p99 {yardstick['p99']:.2f} ms)"
     )
 
-    env, backend = stack_env(KEY, GATEWAY_CALL_RATE="100000", GATEWAY_CALL_BURST="100000")
+    # stack_env's key is the retired GATEWAY_TOKEN_KEY: the gateway trusts KEY, written below.
+    env, backend = stack_env(b"", GATEWAY_CALL_RATE="100000", GATEWAY_CALL_BURST="100000")
+    bench_pki()  # one development PKI (TLS_DIR) for the stack and the clock probe's process
     with tempfile.TemporaryDirectory() as data_dir:
+        write_development_key(Path(data_dir), KEY)
         stack = Stack(port_offset=find_free_port_offset(), data_dir=data_dir, echo=False, env=env)
         async with stack:
             print(
@@ -787,7 +795,7 @@ async def _run() -> None:
                 f"closed loop, think time 0:"
             )
             spread_ms = int((settings.seconds - PROBE_MARGIN_S) * 1000) - PROBE_LEAD_MS
-            owner = f"bench-probe-{uuid.uuid4().hex[:6]}"
+            owner = PROBE_OWNER
 
             def report_full(full: Phase) -> float:
                 """Print phase 2; the think time for phase 3 (0 when there is nothing to halve)."""

@@ -3,21 +3,20 @@
 Against a running stack (``make run`` in another terminal), for every family tried (chess and gin unless
 told otherwise): a random bot opens a private table, a greedy bot joins it, and they play one whole match
 through the gateway, moving instantly. Then the result, and the fairness check: for a family that uses
-chance the match's proof is fetched from the fairness service (``Reveal``) and verified offline
-(:func:`libs.fairness.verify`); chess draws nothing, which is said. A family the stack does not have
-(its rules service is unavailable or not configured, or matchmaking does not offer it) is skipped,
-saying why.
+chance the match's proof is fetched through the gateway with a player's token (``GetFairnessProof``, as
+any player fetches it) and verified offline (:func:`libs.fairness.verify`); chess draws nothing, which
+is said. A family the stack does not have (its rules service is unavailable or not configured, or
+matchmaking does not offer it) is skipped, saying why.
 
 Chess games between these bots can run to hundreds of moves, so a game is capped: once it is
 ``--max-plies`` long (300 by default) the bot to move resigns unless it is ahead on material (then its
 opponent resigns a move later); the output says when that happened.
 
 Settings (flags, or the environment): ``--gateway`` / ``GATEWAY_ADDRESS`` (``127.0.0.1:50050``),
-``--fairness`` / ``FAIRNESS_ADDRESS`` (``127.0.0.1:50052``), ``--families`` / ``DEMO_FAMILIES``
-(``chess,gin``), ``--max-plies`` / ``DEMO_MAX_PLIES`` (300), ``--minutes`` / ``DEMO_MINUTES`` (each
-family's shortest lobby clock: chess 3, gin 5). The
-bots' tokens are development tokens signed with the stack's key (``GATEWAY_TOKEN_KEY`` or
-``DATA_DIR/gateway-token.key``, ``DATA_DIR`` defaulting to ``./data`` as for ``make run``).
+``--families`` / ``DEMO_FAMILIES`` (``chess,gin``), ``--max-plies`` / ``DEMO_MAX_PLIES`` (300),
+``--minutes`` / ``DEMO_MINUTES`` (each family's shortest lobby clock: chess 3, gin 5). The
+bots' tokens are development JWTs signed with the stack's development key
+(``DATA_DIR/gateway-token-signing.pem``, ``DATA_DIR`` defaulting to ``./data`` as for ``make run``).
 
 Exit status: 0 when every family tried was played or skipped and at least one was played; 1 otherwise.
 """
@@ -29,14 +28,12 @@ import asyncio
 import os
 import random
 import sys
-import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
 import grpc
-from skillclassics.fairness.v1 import fairness_pb2, fairness_pb2_grpc
 from skillclassics.matchmaking.v1 import matchmaking_pb2 as mm
 
 from clients.bot import GameResult, Stalled, play_match
@@ -47,7 +44,6 @@ from libs.runtime import eventloop
 
 __all__ = ["DemoConfig", "demo", "demo_family", "fairness_report", "main", "main_async"]
 
-DEFAULT_FAIRNESS: Final = "127.0.0.1:50052"
 DEFAULT_FAMILIES: Final = ("chess", "gin")
 DEFAULT_MAX_PLIES: Final = 300
 STRATEGIES: Final = ("random", "greedy")
@@ -59,7 +55,6 @@ Say = Callable[[str], None]
 @dataclass(frozen=True, slots=True)
 class DemoConfig:
     gateway: str = DEFAULT_GATEWAY
-    fairness: str = DEFAULT_FAIRNESS
     families: tuple[str, ...] = DEFAULT_FAMILIES
     max_plies: int = DEFAULT_MAX_PLIES
     minutes: float | None = None
@@ -95,24 +90,16 @@ async def _probe(session: PlayerSession, fam: FamilyClient) -> None:
         # NOT_FOUND for the probe's match id itself: the rules service answered.
 
 
-async def fairness_report(address: str, match_id: str, wait_s: float = 10.0) -> str:
-    """The match's fairness proof, fetched with ``Reveal`` (retried while the match's stream is not
-    finished yet) and verified offline: the verdict line."""
-    deadline = time.monotonic() + wait_s
-    async with grpc.aio.insecure_channel(address) as channel:
-        stub = fairness_pb2_grpc.FairnessServiceStub(channel)
-        while True:
-            try:
-                reply = await stub.Reveal(fairness_pb2.RevealRequest(match_id=match_id), timeout=5)
-                break
-            except grpc.aio.AioRpcError as error:
-                code = error.code()
-                if code == grpc.StatusCode.FAILED_PRECONDITION and time.monotonic() < deadline:
-                    await asyncio.sleep(0.25)
-                    continue
-                raise Failed(
-                    f"fairness Reveal at {address} refused: {code.name}: {error.details()}"
-                ) from None
+async def fairness_report(session: PlayerSession, match_id: str, wait_s: float = 10.0) -> str:
+    """The match's fairness proof, fetched through the gateway with ``session``'s token
+    (``GetFairnessProof``, asked again while the match's stream is not finished yet) and verified
+    offline: the verdict line."""
+    try:
+        reply = await session.fairness_proof(match_id, wait_s=wait_s)
+    except GatewayError as error:
+        raise Failed(
+            f"GetFairnessProof at {session.address} refused: {error.code.name}: {error.details}"
+        ) from None
     try:
         proof = Proof.from_json(reply.proof_json)
     except FairnessError as error:
@@ -219,8 +206,12 @@ async def demo(config: DemoConfig, say: Say = _print) -> int:
             continue
         tell(f"result: {result.line(with_id=False)}")
         if family(name).uses_chance:
-            try:
-                tell(f"fairness: {await fairness_report(config.fairness, result.match_id)}")
+            try:  # as the table's host, a player of the match (any signed-in player may ask)
+                host = development_token(
+                    f"{STRATEGIES[0]}-{tag}", os.environ if config.env is None else config.env
+                )
+                async with PlayerSession(config.gateway, host) as session:
+                    tell(f"fairness: {await fairness_report(session, result.match_id)}")
             except Failed as error:
                 tell(f"fairness: {error}")
                 failed += 1
@@ -238,7 +229,6 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         description="Bots play one match of each family through the gateway of a running stack.",
     )
     parser.add_argument("--gateway", default=env.get("GATEWAY_ADDRESS") or DEFAULT_GATEWAY)
-    parser.add_argument("--fairness", default=env.get("FAIRNESS_ADDRESS") or DEFAULT_FAIRNESS)
     parser.add_argument(
         "--families",
         default=env.get("DEMO_FAMILIES") or ",".join(DEFAULT_FAMILIES),
@@ -266,7 +256,6 @@ def _config(argv: Sequence[str] | None, env: Mapping[str, str]) -> DemoConfig:
     families = tuple(name.strip() for name in args.families.split(",") if name.strip())
     return DemoConfig(
         gateway=args.gateway,
-        fairness=args.fairness,
         families=families,
         max_plies=args.max_plies,
         minutes=args.minutes,

@@ -89,6 +89,88 @@ def test_verify_a_gap(tmp_path: Path, proof: Proof, capsys: pytest.CaptureFixtur
     )
 
 
+def test_verify_against_what_the_player_recorded(
+    proof_file: Path, proof: Proof, capsys: pytest.CaptureFixture[str]
+) -> None:
+    expected = [
+        "verify",
+        str(proof_file),
+        "--commitment",
+        proof.commitment.upper(),
+        "--client-seed",
+        b"alice".hex(),
+        "--seat",
+        "0",
+        "--draw",
+        "dice:39",
+        "--draw",
+        "deck:1",
+    ]
+    assert main(expected) == EXIT_OK
+    assert capsys.readouterr().out == (
+        "OK: commitment matches; 42 draws in 2 streams reproduced exactly; it is the commitment published "
+        "before the match; your client seed is in; all 2 draws the match used are in\n"
+    )
+    assert main(["verify", str(proof_file), "--client-seed", b"bob".hex()]) == EXIT_OK  # any seat
+    capsys.readouterr()
+
+
+def test_verify_fails_on_another_commitment(
+    proof_file: Path, proof: Proof, capsys: pytest.CaptureFixture[str]
+) -> None:
+    published = "cd" * 32
+    assert main(["verify", str(proof_file), "--commitment", published]) == EXIT_FAILED
+    out, err = capsys.readouterr()
+    assert out == (
+        f"FAIL: the proof commits to {proof.commitment}, not to {published}, the commitment published "
+        "before the match: this is not the random stream the match was promised\n"
+    )
+    assert err == ""
+
+
+def test_verify_fails_without_the_players_client_seed(
+    proof_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["verify", str(proof_file), "--client-seed", b"alice".hex(), "--seat", "1"]) == EXIT_FAILED
+    assert capsys.readouterr().out == (
+        "FAIL: your client seed 616c696365 is not in the proof: it has another seed for seat 1 (626f62)\n"
+    )
+    assert main(["verify", str(proof_file), "--client-seed", "00ff"]) == EXIT_FAILED
+    assert capsys.readouterr().out == "FAIL: your client seed 00ff is not in the proof (for any seat)\n"
+
+
+def test_verify_fails_on_a_draw_missing_from_the_proof(
+    proof_file: Path, proof: Proof, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["verify", str(proof_file), "--draw", "dice:40", "--draw", "shuffle:0", "--commitment", "0" * 64]
+    assert main(args) == EXIT_FAILED
+    assert capsys.readouterr().out.splitlines() == [
+        f"FAIL: the proof commits to {proof.commitment}, not to {'0' * 64}, the commitment published "
+        "before the match: this is not the random stream the match was promised",
+        "FAIL: the match used draw stream 'dice' index 40, but the proof does not have it",
+        "FAIL: the match used draw stream 'shuffle' index 0, but the proof does not have it",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--commitment", "abc"], "--commitment must be 64 hex digits (a SHA-256), got 'abc'"),
+        (["--client-seed", "xyz"], "--client-seed must be hex digits, got 'xyz'"),
+        (["--client-seed", "00" * 65], "--client-seed must be 1 to 64 bytes, got 65"),
+        (["--seat", "0"], "--seat goes with --client-seed (the seat whose seed it is)"),
+        (["--draw", "dice"], "--draw must be STREAM:INDEX (e.g. shuffle:0), got 'dice'"),
+        (["--draw", "Dice:x"], "--draw must be STREAM:INDEX (e.g. shuffle:0), got 'Dice:x'"),
+    ],
+)
+def test_verify_refuses_unreadable_expectations(
+    proof_file: Path, options: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["verify", str(proof_file), *options]) == EXIT_ERROR
+    out, err = capsys.readouterr()
+    assert (out, err) == ("", f"skillclassics verify: error: {message}\n")
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
@@ -156,6 +238,15 @@ def test_help_lists_the_commands(capsys: pytest.CaptureFixture[str]) -> None:
     assert build_parser().prog == "skillclassics"
 
 
+def test_proof_is_for_matches_with_chance(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["proof", "chess.0.abc"]) == EXIT_ERROR
+    assert capsys.readouterr().err == (
+        "skillclassics proof: error: chess uses no chance: match chess.0.abc has no fairness proof\n"
+    )
+    assert main(["proof", "--help"]) == EXIT_OK
+    assert "(GetFairnessProof)" in capsys.readouterr().out
+
+
 def test_python_dash_m_runs_the_cli(proof_file: Path, tmp_path: Path) -> None:
     command = [sys.executable, "-m", "clients.cli", "verify", str(proof_file)]
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=60, check=False)
@@ -194,6 +285,7 @@ def test_every_command_has_help(capsys: pytest.CaptureFixture[str]) -> None:
         "watch",
         "record",
         "bot",
+        "proof",
     ]
     for command in commands:
         assert main([command, "--help"]) == 0

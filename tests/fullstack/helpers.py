@@ -22,7 +22,7 @@ from sqlalchemy.pool import NullPool
 
 from libs.launcher import Stack
 from libs.runtime.config import sqlite_url
-from services.gateway.tokens import mint_token
+from services.gateway.tokens import SigningKey, mint_token, token_key
 
 MINUTE = 60_000
 READ_TIMEOUT = 15.0
@@ -48,7 +48,7 @@ class Platform:
     shared_database_url: str
     """The one database every service uses on PostgreSQL; empty on SQLite (a file per service)."""
     key: bytes
-    """The gateway's token key (``GATEWAY_TOKEN_KEY``)."""
+    """Unused since tokens are JWTs (the gateway trusts :attr:`signing_key`'s public key)."""
     gateway: gateway_pb2_grpc.GatewayServiceStub
     rules: rules_pb2_grpc.RulesServiceStub
     """rules-chess itself, for what no client can do: creating a match with a short disconnect window."""
@@ -58,8 +58,13 @@ class Platform:
         """A new player (a unique id starting with ``name``) and their token."""
         player_id = f"{name}-{uuid.uuid4().hex[:10]}"
         self._names.add(player_id)
-        token = mint_token(self.key, player_id, ttl, int(time.time()))
+        token = mint_token(self.signing_key, player_id, ttl, int(time.time()))
         return Player(player_id, (("authorization", f"Bearer {token}"),))
+
+    @property
+    def signing_key(self) -> SigningKey:
+        """The development signing key the stack's gateway generated into its data folder (and trusts)."""
+        return token_key({}, self.stack.data_dir, production=False, create=False)
 
     def database_url(self, service: str) -> str:
         """The database ``service`` of the stack writes to."""

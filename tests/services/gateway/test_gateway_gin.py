@@ -11,18 +11,19 @@ from pathlib import Path
 
 import grpc
 import pytest
+from skillclassics.chess.v1 import chess_pb2
 from skillclassics.gateway.v1 import gateway_pb2 as pb
 from skillclassics.gateway.v1 import gateway_pb2_grpc
 from skillclassics.gin.v1 import gin_pb2
 from skillclassics.rules.v1 import rules_pb2
 
-from libs.fairness import Proof, verify
+from libs.fairness import Proof, UsedDraw, verify
 from libs.runtime import RunningServer
 from services.fairness.service import FairnessService
 from services.matchmaking.service import MatchmakingService
 from services.rules_chess.service import chess_rules_service
 from services.rules_gin.service import gin_rules_service
-from tests.services.gateway.test_gateway_service import bearer, next_lobby, refused, start_gateway
+from tests.services.gateway.test_gateway_service import Metadata, bearer, next_lobby, refused, start_gateway
 from tests.services.rules_gin.test_rules_gin_service import greedy
 from tests.support import free_port, start_in_process
 
@@ -199,3 +200,171 @@ async def test_a_chess_match_has_no_fairness_proof(platform: Platform) -> None:
         grpc.StatusCode.INVALID_ARGUMENT,
         "",
     )
+
+
+async def first_update(call: grpc.aio.UnaryStreamCall) -> rules_pb2.MatchUpdate:
+    async with asyncio.timeout(5):
+        response = await call.read()
+    update: rules_pb2.MatchUpdate = response.update
+    return update
+
+
+async def first_play_update(
+    gw: gateway_pb2_grpc.GatewayServiceStub, player: Metadata, match_id: str, from_sequence: int = 0
+) -> rules_pb2.MatchUpdate:
+    """The first update of a Play stream opened on ``match_id`` (after its ``opened``)."""
+    call = gw.Play(metadata=player)
+    try:
+        await call.write(pb.PlayRequest(open=pb.PlayOpen(match_id=match_id, from_sequence=from_sequence)))
+        async with asyncio.timeout(5):
+            opened: pb.PlayResponse = await call.read()
+            assert opened.WhichOneof("kind") == "opened", opened
+            while True:
+                response: pb.PlayResponse = await call.read()
+                if response.WhichOneof("kind") == "update":
+                    return response.update
+    finally:
+        call.cancel()
+
+
+async def test_players_are_told_the_commitment_before_the_first_draw_and_on_every_stream(
+    platform: Platform,
+) -> None:
+    gw = platform.gateway
+    ann, ben, fan = bearer("pin-ann"), bearer("pin-ben"), bearer("pin-fan")
+    lobbies = [gw.WatchLobby(pb.WatchLobbyRequest(), metadata=player) for player in (ann, ben)]
+    for lobby in lobbies:
+        await next_lobby(lobby, "subscribed")
+    table = (await gw.CreateTable(GIN_TABLE, metadata=ann)).table
+    await gw.JoinTable(pb.JoinTableRequest(table_id=table.table_id), metadata=ben)
+    readies = [(await next_lobby(lobby, "match_ready")).match_ready for lobby in lobbies]
+    for lobby in lobbies:
+        lobby.cancel()
+    match_id = readies[0].match_id
+    history = (await gw.GetMatchHistory(pb.GetMatchHistoryRequest(family="gin"), metadata=ann)).matches
+    commitment = history[0].fairness_commitment
+    assert len(commitment) == 64
+    assert history[0].fairness_version == 1
+    # MatchReady names the commitment and its version, to both players, before anything is dealt.
+    assert [(r.seat, r.fairness_commitment, r.fairness_version) for r in readies] == [
+        (0, commitment, 1),
+        (1, commitment, 1),
+    ]
+
+    # Before the first draw (no seed is in yet, so the deal waits): every view names it, and so does the
+    # first update of every stream: WatchMatch (seated or spectator) and Play.
+    before = await first_update(gw.WatchMatch(pb.WatchMatchRequest(match_id=match_id), metadata=ann))
+    assert before.view.gin.phase == gin_pb2.PHASE_DEALING
+    assert (before.fairness_commitment, before.fairness_version) == (commitment, 1)
+    spectated = gw.WatchMatch(pb.WatchMatchRequest(match_id=match_id, spectator=True), metadata=fan)
+    assert (await first_update(spectated)).fairness_commitment == commitment
+    spectated.cancel()
+    played = await first_play_update(gw, ben, match_id)
+    assert (played.fairness_commitment, played.fairness_version) == (commitment, 1)
+    shown = (await gw.GetMatch(pb.GetMatchRequest(match_id=match_id), metadata=ben)).update
+    assert shown.fairness_commitment == commitment
+
+    for player in (ann, ben):
+        await gw.AddClientSeed(
+            pb.AddClientSeedRequest(match_id=match_id, client_seed=bytes(range(32))), metadata=player
+        )
+    update = shown
+    for _ in range(250):
+        update = (await gw.GetMatch(pb.GetMatchRequest(match_id=match_id), metadata=ann)).update
+        if update.HasField("to_move"):
+            break
+        await asyncio.sleep(0.02)
+    assert update.HasField("to_move"), "dealt once both seeds were in"
+
+    # After the draws, a stream opened from a later sequence still starts with the commitment (its first
+    # update only), and the chance events name their draws (stream, index), never their values.
+    watched = gw.WatchMatch(pb.WatchMatchRequest(match_id=match_id), metadata=ann)
+    whole = [await first_update(watched) for _ in range(update.sequence)]
+    watched.cancel()
+    chance = [u for u in whole if u.event.kind == "chance"]
+    assert [(u.event.draw.stream, u.event.draw.index) for u in chance] == [("dealer", 0), ("shuffle", 0)]
+    assert all(not u.event.draw.values for u in chance)
+    assert [u.sequence for u in whole if u.fairness_commitment] == [
+        u.sequence for u in whole if u.sequence < chance[0].sequence
+    ]  # from the start: the updates before the first draw (the first one among them)
+    late = gw.WatchMatch(
+        pb.WatchMatchRequest(match_id=match_id, from_sequence=chance[0].sequence), metadata=ann
+    )
+    resumed = await first_update(late)
+    late.cancel()
+    assert resumed.sequence == chance[0].sequence + 1  # made after the first draw...
+    assert not whole[resumed.sequence - 1].fairness_commitment  # ...so it names it only as a first update
+    assert (resumed.fairness_commitment, resumed.fairness_version) == (commitment, 1)
+    again = await first_play_update(gw, ben, match_id, from_sequence=chance[0].sequence)
+    assert again.fairness_commitment == commitment
+
+    # Once over, the record lists the draws the match used, with the values the game used: exactly the
+    # proof's draws.
+    await gw.SubmitAction(
+        pb.SubmitActionRequest(
+            match_id=match_id,
+            idempotency_key="pin-resign",
+            action=rules_pb2.Action(resign=rules_pb2.Resign()),
+        ),
+        metadata=ann,
+    )
+    record = await gw.GetRecord(pb.GetRecordRequest(match_id=match_id), metadata=fan)
+    assert (record.fairness_commitment, record.fairness_version) == (commitment, 1)
+    for _ in range(250):
+        try:
+            proof_reply = await gw.GetFairnessProof(
+                pb.GetFairnessProofRequest(match_id=match_id), metadata=fan
+            )
+            break
+        except grpc.aio.AioRpcError as error:
+            if error.code() != grpc.StatusCode.FAILED_PRECONDITION:  # not finished yet: wait, else fail
+                raise
+            await asyncio.sleep(0.02)
+    proof = Proof.from_json(proof_reply.proof_json)
+    used = [UsedDraw(d.stream, d.index, tuple(d.values)) for d in record.fairness_draws]
+    assert [(d.stream, d.index) for d in used] == [("dealer", 0), ("shuffle", 0)]
+    assert verify(proof, commitment=commitment, client_seeds={0: bytes(range(32))}, used_draws=used).ok
+    assert {(d.stream, d.index, d.values) for d in proof.draws} == {
+        (d.stream, d.index, d.values) for d in used
+    }
+
+
+async def test_a_chess_match_announces_no_commitment_where_a_gin_match_does(platform: Platform) -> None:
+    gw = platform.gateway
+    chess_table = pb.CreateTableRequest(
+        family="chess",
+        options=rules_pb2.MatchOptions(chess=chess_pb2.ChessOptions()),
+        time_control=rules_pb2.TimeControl(base_ms=5 * 60_000),
+        currency="USD",
+        idempotency_key="pin-chess",
+    )
+    gin_table = pb.CreateTableRequest()
+    gin_table.CopyFrom(GIN_TABLE)
+    gin_table.idempotency_key = "pin-gin"
+    announced: dict[str, tuple[str, int, str, int, str, int]] = {}
+    for request in (chess_table, gin_table):  # a player plays one match at a time: two pairs of players
+        ann, ben = bearer(f"pin-{request.family}-ann"), bearer(f"pin-{request.family}-ben")
+        lobby = gw.WatchLobby(pb.WatchLobbyRequest(), metadata=ann)
+        await next_lobby(lobby, "subscribed")
+        table = (await gw.CreateTable(request, metadata=ann)).table
+        await gw.JoinTable(pb.JoinTableRequest(table_id=table.table_id), metadata=ben)
+        ready = (await next_lobby(lobby, "match_ready")).match_ready
+        lobby.cancel()
+        assert ready.match_id.startswith(f"{request.family}.")
+        watched = gw.WatchMatch(pb.WatchMatchRequest(match_id=ready.match_id), metadata=ann)
+        first = await first_update(watched)
+        watched.cancel()
+        assert first.sequence == 1
+        played = await first_play_update(gw, ben, ready.match_id)
+        announced[request.family] = (
+            ready.fairness_commitment,
+            ready.fairness_version,
+            first.fairness_commitment,
+            first.fairness_version,
+            played.fairness_commitment,
+            played.fairness_version,
+        )
+    assert announced["chess"] == ("", 0, "", 0, "", 0)  # no chance, nothing to commit to
+    commitment = announced["gin"][0]
+    assert len(commitment) == 64
+    assert announced["gin"] == (commitment, 1, commitment, 1, commitment, 1)

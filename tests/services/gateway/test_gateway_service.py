@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import hashlib
+import json
 import os
 import stat
 import time
@@ -14,6 +16,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from skillclassics.chess.v1 import chess_pb2
 from skillclassics.gateway.v1 import gateway_pb2 as pb
 from skillclassics.gateway.v1 import gateway_pb2_grpc
@@ -25,24 +28,44 @@ from libs.runtime.config import ConfigError
 from services.gateway import tokens
 from services.gateway.limits import TokenBuckets
 from services.gateway.service import GatewayService
-from services.gateway.tokens import TokenError, mint_token, verify_token
+from services.gateway.tokens import KeyRing, SigningKey, TokenError, TokenVerifier, mint_token, verify_token
 from services.matchmaking.service import MatchmakingService
 from services.rules_chess.service import chess_rules_service
-from tests.support import free_port
+from tests.support import backend_channel, free_port, tls_settings
 
-KEY = bytes(range(32))
+KEY = SigningKey.of(Ed25519PrivateKey.from_private_bytes(bytes(range(32))))
+"""The token issuer's key in these tests: the gateways started here trust it (a JWKS file)."""
 MINUTE = 60_000
 Metadata = tuple[tuple[str, str], ...]
 
 
-def bearer(player: str, *, key: bytes = KEY, ttl: int = 3600, now: int | None = None) -> Metadata:
-    token = mint_token(key, player, ttl, int(time.time()) if now is None else now)
+def forger(seed: bytes) -> SigningKey:
+    """A key that is not :data:`KEY` but names :data:`KEY`'s ``kid``: its tokens are forgeries."""
+    return SigningKey.of(Ed25519PrivateKey.from_private_bytes(hashlib.sha256(seed).digest()), kid=KEY.kid)
+
+
+def bearer(
+    player: str, *, key: SigningKey | bytes = KEY, ttl: int = 3600, now: int | None = None
+) -> Metadata:
+    """A token for ``player`` signed with ``key`` (bytes: with a forger's key made from them)."""
+    signer = forger(key) if isinstance(key, bytes) else key
+    token = mint_token(signer, player, ttl, int(time.time()) if now is None else now)
     return (("authorization", f"Bearer {token}"),)
 
 
+def publish_jwks(path: Path, *keys: SigningKey) -> Path:
+    """Write the JWKS of ``keys`` to ``path`` (what an issuer publishes; ``GATEWAY_JWKS_FILE``)."""
+    path.write_text(json.dumps({"keys": [key.public_jwk() for key in keys]}))
+    return path
+
+
 async def start_gateway(tmp: Path, env: Mapping[str, str]) -> RunningServer:
-    config = ServiceConfig.from_env("gateway", {"GRPC_PORT": "0", "METRICS_PORT": "-1", "DATA_DIR": str(tmp)})
-    environment = {"GATEWAY_TOKEN_KEY": base64.b64encode(KEY).decode(), **env}
+    """A gateway trusting :data:`KEY` (unless ``env`` names other keys)."""
+    config = ServiceConfig.from_env(
+        "gateway",
+        {"GRPC_PORT": "0", "METRICS_PORT": "-1", "HEALTH_PORT": "-1", "DATA_DIR": str(tmp), **tls_settings()},
+    )
+    environment = {"GATEWAY_JWKS_FILE": str(publish_jwks(tmp / "test-issuer-jwks.json", KEY)), **env}
     return await start_server(GatewayService(config, environment), config)
 
 
@@ -50,21 +73,38 @@ async def start_gateway(tmp: Path, env: Mapping[str, str]) -> RunningServer:
 class Platform:
     gateway: gateway_pb2_grpc.GatewayServiceStub
     rules: rules_pb2_grpc.RulesServiceStub
+    """The chess rules service, called as matchmaking (creating matches)."""
     rules_address: str
     mm_address: str
+    seat_views: rules_pb2_grpc.RulesServiceStub
+    """The chess rules service, called as the gateway (reading a match as a seat or spectator)."""
 
 
 @pytest.fixture
 async def platform(database_url: str, tmp_path: Path) -> AsyncIterator[Platform]:
     mm_port = free_port()
     rules_config = ServiceConfig.from_env(
-        "rules-chess", {"GRPC_PORT": "0", "METRICS_PORT": "-1", "DATABASE_URL": database_url}
+        "rules-chess",
+        {
+            "GRPC_PORT": "0",
+            "METRICS_PORT": "-1",
+            "HEALTH_PORT": "-1",
+            "DATABASE_URL": database_url,
+            **tls_settings(),
+        },
     )
     rules = await start_server(
         chess_rules_service(rules_config, {"MATCHMAKING_ADDRESS": f"127.0.0.1:{mm_port}"}), rules_config
     )
     mm_config = ServiceConfig.from_env(
-        "matchmaking", {"GRPC_PORT": str(mm_port), "METRICS_PORT": "-1", "DATABASE_URL": database_url}
+        "matchmaking",
+        {
+            "GRPC_PORT": str(mm_port),
+            "METRICS_PORT": "-1",
+            "HEALTH_PORT": "-1",
+            "DATABASE_URL": database_url,
+            **tls_settings(),
+        },
     )
     matchmaking = await start_server(
         MatchmakingService(mm_config, {"RULES_CHESS_ADDRESSES": rules.address}), mm_config
@@ -73,14 +113,16 @@ async def platform(database_url: str, tmp_path: Path) -> AsyncIterator[Platform]
         tmp_path, {"MATCHMAKING_ADDRESS": matchmaking.address, "RULES_CHESS_ADDRESSES": rules.address}
     )
     async with (
-        grpc.aio.insecure_channel(gateway.address) as gateway_channel,
-        grpc.aio.insecure_channel(rules.address) as rules_channel,
+        grpc.aio.insecure_channel(gateway.address) as gateway_channel,  # the players' door: plaintext
+        backend_channel(rules.address, "matchmaking") as rules_channel,
+        backend_channel(rules.address, "gateway") as seat_views_channel,
     ):
         yield Platform(
             gateway_pb2_grpc.GatewayServiceStub(gateway_channel),
             rules_pb2_grpc.RulesServiceStub(rules_channel),
             rules.address,
             matchmaking.address,
+            rules_pb2_grpc.RulesServiceStub(seat_views_channel),
         )
     await gateway.stop(grace=0.5)
     await matchmaking.stop(grace=0.5)
@@ -145,7 +187,7 @@ async def direct_match(platform: Platform, white: str, black: str) -> str:
 
 
 async def connected_seats(platform: Platform, match_id: str) -> list[int]:
-    reply = await platform.rules.GetMatch(rules_pb2.GetMatchRequest(match_id=match_id, spectator=True))
+    reply = await platform.seat_views.GetMatch(rules_pb2.GetMatchRequest(match_id=match_id, spectator=True))
     return list(reply.update.connected_seats)
 
 
@@ -241,9 +283,10 @@ async def test_only_signed_in_players_act_and_only_for_their_own_seat(platform: 
     await refused(gw.WhoAmI(pb.WhoAmIRequest(), metadata=expired), unauthenticated, "expired")
     forged = bearer("alice", key=b"x" * 32)
     await refused(gw.WhoAmI(pb.WhoAmIRequest(), metadata=forged), unauthenticated, "signature")
-    version, _payload, mac = bearer("alice")[0][1].removeprefix("Bearer ").split(".")
-    tampered_payload = base64.urlsafe_b64encode(b'{"exp":9999999999,"sub":"bob"}').rstrip(b"=").decode()
-    tampered = (("authorization", f"Bearer {version}.{tampered_payload}.{mac}"),)
+    header, payload, signature = bearer("alice")[0][1].removeprefix("Bearer ").split(".")
+    claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    tampered_payload = base64.urlsafe_b64encode(json.dumps({**claims, "sub": "bob"}).encode()).rstrip(b"=")
+    tampered = (("authorization", f"Bearer {header}.{tampered_payload.decode()}.{signature}"),)
     await refused(gw.WhoAmI(pb.WhoAmIRequest(), metadata=tampered), unauthenticated, "signature")
     await refused(
         gw.WatchMatch(pb.WatchMatchRequest(match_id="chess.0.x", spectator=True)).read(),
@@ -467,17 +510,19 @@ async def test_a_backend_that_is_down_is_unavailable_quickly(tmp_path: Path) -> 
 
 
 def test_tokens_round_trip_and_refuse_forgeries() -> None:
+    verifier = TokenVerifier(KeyRing.of(KEY))
     token = mint_token(KEY, "alice", 60, 1_000)
-    claims = verify_token(KEY, token, 1_059)
-    assert (claims.player_id, claims.expires_at) == ("alice", 1_060)
+    claims = verify_token(verifier, token, 1_059)
+    assert (claims.player_id, claims.expires_at, claims.issuer) == ("alice", 1_060, tokens.DEV_ISSUER)
+    assert verify_token(verifier, token, 1_060 + tokens.LEEWAY_S - 1).player_id == "alice"  # clock skew
     with pytest.raises(TokenError, match="expired"):
-        verify_token(KEY, token, 1_060)
+        verify_token(verifier, token, 1_060 + tokens.LEEWAY_S)
     with pytest.raises(TokenError, match="signature"):
-        verify_token(b"y" * 32, token, 1_000)
+        verify_token(verifier, mint_token(forger(b"y"), "alice", 60, 1_000), 1_000)
     with pytest.raises(TokenError, match="malformed"):
-        verify_token(KEY, "garbage", 1_000)
-    with pytest.raises(TokenError, match="version"):
-        verify_token(KEY, "v2" + token[2:], 1_000)
+        verify_token(verifier, "garbage", 1_000)
+    with pytest.raises(TokenError, match="not one the gateway trusts"):
+        verify_token(verifier, mint_token(SigningKey.generate(), "alice", 60, 1_000), 1_000)
     with pytest.raises(ValueError, match="player_id"):
         mint_token(KEY, "bad player", 60, 1_000)
 
@@ -488,13 +533,18 @@ def test_the_mint_command_uses_the_gateway_key(tmp_path: Path, capsys: pytest.Ca
     token = capsys.readouterr().out.strip()
     key_file = tmp_path / tokens.DEV_KEY_FILE
     assert stat.S_IMODE(os.stat(key_file).st_mode) == 0o600
+    assert tokens.token_verifier(env).verify(token, int(time.time())).player_id == "alice"
     key = tokens.token_key(env)
-    assert verify_token(key, token, int(time.time())).player_id == "alice"
-    assert tokens.token_key(env) == key  # generated once, then read back
-    with pytest.raises(ConfigError, match="GATEWAY_TOKEN_KEY"):
-        tokens.token_key({"DATA_DIR": str(tmp_path), "SKILLCLASSICS_ENV": "production"})
-    with pytest.raises(ConfigError, match="at least 32"):
-        tokens.token_key({"GATEWAY_TOKEN_KEY": base64.b64encode(b"short").decode()})
+    assert tokens.token_key(env).kid == key.kid  # generated once, then read back
+    assert tokens.main(["jwks"], env) == 0
+    assert json.loads(capsys.readouterr().out) == key.jwks()
+    production = {"DATA_DIR": str(tmp_path), "SKILLCLASSICS_ENV": "production"}
+    with pytest.raises(ConfigError, match="not signed in production"):
+        tokens.token_key(production)
+    with pytest.raises(ConfigError, match="GATEWAY_JWKS_FILE or GATEWAY_JWKS_URL"):
+        tokens.token_verifier({**production, "GATEWAY_TOKEN_ISSUERS": "https://id.example"})
+    assert tokens.main(["mint", "alice", "--ttl", "86401"], env) == 2
+    assert "at most 86400" in capsys.readouterr().err
 
 
 async def test_a_stream_ends_when_its_token_expires(platform: Platform) -> None:
@@ -523,14 +573,9 @@ async def read_until_refused(call: grpc.aio.UnaryStreamCall) -> None:
 
 
 async def test_a_rotated_out_key_is_still_accepted_and_new_tokens_use_the_new_key(tmp_path: Path) -> None:
-    new_key, old_key, stranger = bytes(range(40, 72)), KEY, bytes(range(200, 232))
-    gateway = await start_gateway(
-        tmp_path,
-        {
-            "GATEWAY_TOKEN_KEY": base64.b64encode(new_key).decode(),
-            "GATEWAY_OLD_TOKEN_KEYS": base64.b64encode(old_key).decode(),
-        },
-    )
+    new_key, old_key = SigningKey.generate("ES256"), KEY
+    jwks = publish_jwks(tmp_path / "rotating.json", old_key, new_key)  # the new key published first
+    gateway = await start_gateway(tmp_path, {"GATEWAY_JWKS_FILE": str(jwks)})
     try:
         async with grpc.aio.insecure_channel(gateway.address) as channel:
             gw = gateway_pb2_grpc.GatewayServiceStub(channel)
@@ -538,13 +583,14 @@ async def test_a_rotated_out_key_is_still_accepted_and_new_tokens_use_the_new_ke
                 who = await gw.WhoAmI(pb.WhoAmIRequest(), metadata=bearer("rotating", key=key))
                 assert who.player_id == "rotating"
             await refused(
-                gw.WhoAmI(pb.WhoAmIRequest(), metadata=bearer("rotating", key=stranger)),
+                gw.WhoAmI(pb.WhoAmIRequest(), metadata=bearer("rotating", key=b"stranger")),
                 grpc.StatusCode.UNAUTHENTICATED,
                 "signature is invalid",
             )
+            await refused(
+                gw.WhoAmI(pb.WhoAmIRequest(), metadata=bearer("rotating", key=SigningKey.generate())),
+                grpc.StatusCode.UNAUTHENTICATED,
+                "not one the gateway trusts",
+            )
     finally:
         await gateway.stop(grace=0.5)
-    minted = tokens.mint_token(new_key, "p", 60, int(time.time()))
-    assert verify_token((new_key, old_key), minted, int(time.time())).player_id == "p"
-    with pytest.raises(ConfigError, match="GATEWAY_OLD_TOKEN_KEYS"):
-        tokens.old_token_keys({"GATEWAY_OLD_TOKEN_KEYS": base64.b64encode(b"short").decode()})

@@ -50,7 +50,7 @@ from tests.services.gateway.test_gateway_service import (
     start_gateway,
     wait_for_presence,
 )
-from tests.support import free_port, start_in_process, stream_calls_counted
+from tests.support import backend_channel, free_port, start_in_process, stream_calls_counted, transport_as
 
 platform = test_gateway_service.platform
 """The gateway tests' platform (matchmaking, a chess rules shard and a gateway), as a fixture here."""
@@ -332,7 +332,7 @@ async def test_matches_share_one_exchange_stream_in_batches(platform: Platform, 
                 await white.open(match_id)
                 await black.open(match_id)
                 pairs.append((white, black))
-            link = gateway_links(gateway).link(platform.rules_address, SHARD)
+            link = gateway_links(gateway).link(platform.rules_address, SHARD, "chess")
             assert link.streams_opened == 1  # every match of the shard on one stream
             assert link.pending == 2 * matches  # a watch per Play stream
             requests, calls = link.requests_sent, link.calls_sent
@@ -371,11 +371,18 @@ async def test_a_gateway_shutting_down_ends_play_unavailable(platform: Platform,
 async def own_platform(gateway: RunningServer, rules: RunningServer) -> AsyncIterator[Platform]:
     """Stubs for a test's own gateway and rules shard (no matchmaking), for as long as it is open."""
     async with (
-        grpc.aio.insecure_channel(gateway.address) as gateway_channel,
-        grpc.aio.insecure_channel(rules.address) as rules_channel,
+        grpc.aio.insecure_channel(gateway.address) as gateway_channel,  # the players' door: plaintext
+        backend_channel(rules.address, "matchmaking") as rules_channel,
+        backend_channel(rules.address, "gateway") as seat_views_channel,
     ):
         gw = gateway_pb2_grpc.GatewayServiceStub(gateway_channel)
-        yield Platform(gw, rules_pb2_grpc.RulesServiceStub(rules_channel), rules.address, "")
+        yield Platform(
+            gw,
+            rules_pb2_grpc.RulesServiceStub(rules_channel),
+            rules.address,
+            "",
+            rules_pb2_grpc.RulesServiceStub(seat_views_channel),
+        )
 
 
 async def test_a_shard_that_goes_away_ends_play_unavailable_and_play_resumes_when_it_is_back(
@@ -567,10 +574,11 @@ async def fake() -> AsyncIterator[Fake]:
     server = grpc.aio.server()
     shard = FakeShard()  # type: ignore[abstract]  # the stubs' methods it does not serve are UNIMPLEMENTED
     rules_pb2_grpc.add_RulesServiceServicer_to_server(shard, server)
-    port = server.add_insecure_port("127.0.0.1:0")
+    # Mutual TLS with the certificate of chess shard 0, as the gateway expects of a chess shard.
+    port = server.add_secure_port("127.0.0.1:0", transport_as("rules-chess-0").server_credentials())
     await server.start()
     address = f"127.0.0.1:{port}"
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with backend_channel(address, "gateway", "rules-chess") as channel:
         link = ShardLink("rules-fake shard 0", rules_pb2_grpc.RulesServiceStub(channel))
         yield Fake(shard, address, link)
         await link.close()
@@ -724,7 +732,7 @@ async def test_a_shard_that_does_not_answer_in_time_is_unavailable(fake: Fake) -
 
 
 async def test_a_shard_nobody_listens_on_is_unavailable_at_once() -> None:
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{free_port()}") as channel:
+    async with backend_channel(f"127.0.0.1:{free_port()}", "gateway", "rules-chess") as channel:
         link = ShardLink("rules-chess shard 3", rules_pb2_grpc.RulesServiceStub(channel))
         started = time.monotonic()
         with pytest.raises(Unavailable, match="rules-chess shard 3 is unavailable"):
@@ -742,17 +750,17 @@ async def test_a_shard_nobody_listens_on_is_unavailable_at_once() -> None:
 
 
 async def test_closing_the_links_fails_what_waits_on_them(fake: Fake) -> None:
-    channels = RulesChannels()
+    channels = RulesChannels(transport_as("gateway"))
     links = ShardLinks(channels)
-    link = links.link(fake.address, "rules-fake shard 0")
-    assert links.link(fake.address, "rules-fake shard 0") is link  # one per address
+    link = links.link(fake.address, "rules-fake shard 0", "chess")
+    assert links.link(fake.address, "rules-fake shard 0", "chess") is link  # one per address
     held = asyncio.create_task(link.submit(submit("hold"), 30))
     await eventually(lambda: link.pending == 1, "the submit was not pending")
     await links.close()
     with pytest.raises(Unavailable, match="shutting down"):
         await held
     with pytest.raises(Unavailable, match="shutting down"):
-        links.link("127.0.0.1:1", "rules-chess shard 1")
+        links.link("127.0.0.1:1", "rules-chess shard 1", "chess")
     await channels.close()
 
 
@@ -772,7 +780,7 @@ async def test_a_client_that_stops_reading_is_cut_off(fake: Fake, tmp_path: Path
             refused_with(error, grpc.StatusCode.RESOURCE_EXHAUSTED, "fell behind")
             assert "reconnect from your last sequence" in (error.details() or "")
             assert len(client.updates) < fake.shard.flood  # cut off, not delivered in full
-            link = gateway_links(gateway).link(fake.address, SHARD)
+            link = gateway_links(gateway).link(fake.address, SHARD, "chess")
             await eventually(lambda: link.pending == 0, "the cut-off stream left its watch on the link")
     finally:
         await gateway.stop(grace=0.5)
@@ -870,6 +878,6 @@ async def test_at_capacity_an_action_is_answered_resource_exhausted_and_the_stre
 
 
 async def spectated(platform: Platform, match_id: str) -> rules_pb2.MatchUpdate:
-    reply = await platform.rules.GetMatch(rules_pb2.GetMatchRequest(match_id=match_id, spectator=True))
+    reply = await platform.seat_views.GetMatch(rules_pb2.GetMatchRequest(match_id=match_id, spectator=True))
     update: rules_pb2.MatchUpdate = reply.update
     return update

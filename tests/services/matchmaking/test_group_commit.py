@@ -28,6 +28,7 @@ from services.matchmaking.service import MatchmakingService
 from services.matchmaking.store import MatchmakingStore
 from tests.services.matchmaking.rows import match_row, queue_row, table_row
 from tests.services.matchmaking.test_matchmaking_service import Platform, running_platform, table_request
+from tests.support import backend_channel
 
 BURST = 50
 
@@ -78,7 +79,7 @@ async def test_a_burst_of_create_tables_shares_commits_and_every_table_survives_
     assert writer.batches - batches < BURST  # commits shared: fewer commits than calls
 
     await platform.restart_matchmaking()
-    async with grpc.aio.insecure_channel(platform.matchmaking.address) as channel:
+    async with backend_channel(platform.matchmaking.address, "gateway") as channel:
         stub = matchmaking_pb2_grpc.MatchmakingServiceStub(channel)
         assert made <= await listed(stub)
         for i in (0, BURST - 1):  # each creator is still at their table: a second one is refused
@@ -101,7 +102,7 @@ async def test_calls_answered_before_a_stop_are_durable_and_the_others_are_refus
     for error in refused:  # the stop refused them: nothing crashed
         assert isinstance(error, grpc.aio.AioRpcError), error
         assert error.code() in {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED}, error
-    async with grpc.aio.insecure_channel(platform.matchmaking.address) as channel:
+    async with backend_channel(platform.matchmaking.address, "gateway") as channel:
         assert answered <= await listed(matchmaking_pb2_grpc.MatchmakingServiceStub(channel))
 
 

@@ -25,7 +25,7 @@ from services.matchmaking.matchmaker import PAIRING_BATCH, Matchmaker
 from services.matchmaking.shards import RulesShards
 from services.matchmaking.store import MatchmakingStore
 from tests.services.matchmaking.rows import match_row
-from tests.support import free_port, start_fairness
+from tests.support import free_port, start_fairness, transport_as
 
 GIN = rules_pb2.MatchOptions(gin=gin_pb2.GinOptions(variant=gin_pb2.VARIANT_STANDARD))
 
@@ -34,8 +34,10 @@ class RecordingShards(RulesShards):
     """Rules shards that only record the matches created on them."""
 
     def __init__(self) -> None:
-        super().__init__(
-            {"RULES_CHESS_ADDRESSES": "127.0.0.1:1", "RULES_GIN_ADDRESSES": "127.0.0.1:1"}, [*FAMILIES]
+        super().__init__(  # as matchmaking: the matchmaker calls fairness with these shards' transport
+            {"RULES_CHESS_ADDRESSES": "127.0.0.1:1", "RULES_GIN_ADDRESSES": "127.0.0.1:1"},
+            [*FAMILIES],
+            transport_as("matchmaking"),
         )
         self.created: list[rules_pb2.CreateMatchRequest] = []
 

@@ -27,7 +27,7 @@ from tests.services.matchmaking.test_matchmaking_service import (
     refused,
     running_platform,
 )
-from tests.support import start_fairness
+from tests.support import backend_channel, start_fairness
 
 UNAVAILABLE = grpc.StatusCode.UNAVAILABLE
 
@@ -104,12 +104,12 @@ async def test_a_gin_table_join_makes_the_match_with_a_fairness_commitment(platf
 
     [played] = (await mm.GetMatchHistory(pb.GetMatchHistoryRequest(player_id="ben"))).matches
     assert len(played.fairness_commitment) == 64
-    async with grpc.aio.insecure_channel(platform.fairness.address) as channel:
+    async with backend_channel(platform.fairness.address, "operator") as channel:
         committed = await fairness_pb2_grpc.FairnessServiceStub(channel).GetCommitment(
             fairness_pb2.GetCommitmentRequest(match_id=joined.match_id)
         )
     assert committed.commitment == played.fairness_commitment  # the one fairness holds for this match
-    async with grpc.aio.insecure_channel(platform.gin.address) as channel:
+    async with backend_channel(platform.gin.address, "gateway") as channel:
         match = await rules_pb2_grpc.RulesServiceStub(channel).GetMatch(
             rules_pb2.GetMatchRequest(match_id=joined.match_id, spectator=True)
         )
@@ -226,7 +226,7 @@ async def test_a_chance_family_without_fairness_configured_is_refused_up_front(d
         mm_env = {**platform.mm_env, "RULES_GIN_ADDRESSES": platform.rules.address}
         platform.mm_env = mm_env  # a gin shard configured, fairness still not
         await platform.restart_matchmaking()
-        async with grpc.aio.insecure_channel(platform.matchmaking.address) as channel:
+        async with backend_channel(platform.matchmaking.address, "gateway") as channel:
             stub = matchmaking_pb2_grpc.MatchmakingServiceStub(channel)
             await refused(stub.CreateTable(gin_table("nofair")), UNAVAILABLE, "FAIRNESS_ADDRESS")
             await refused(stub.EnterQueue(gin_queue("nofair")), UNAVAILABLE, "FAIRNESS_ADDRESS")

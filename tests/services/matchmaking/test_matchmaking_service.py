@@ -20,7 +20,7 @@ from libs.runtime import RunningServer
 from services.matchmaking.service import MatchmakingService
 from services.rules_chess.service import chess_rules_service
 from services.rules_gin.service import gin_rules_service
-from tests.support import free_port, start_fairness, start_in_process
+from tests.support import backend_channel, free_port, start_fairness, start_in_process, transport_as
 
 MINUTE = 60_000
 FAILED, INVALID = grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.INVALID_ARGUMENT
@@ -33,7 +33,12 @@ class Platform:
     mm_port: int
     database_url: str
     mm: matchmaking_pb2_grpc.MatchmakingServiceStub
+    """Matchmaking, called as the gateway (the lobby's methods)."""
     chess: rules_pb2_grpc.RulesServiceStub
+    """The chess rules service, called as the gateway (players' actions, seat views)."""
+    owner: matchmaking_pb2_grpc.MatchmakingServiceStub
+    """Matchmaking, called as ``rules-chess-0``: the shard that owns every ``chess.0.*`` match, the one
+    caller whose ``ReportResult`` for it is allowed."""
     mm_env: dict[str, str]
     """Matchmaking's environment (rules shards, fairness), to restart it as it was."""
     fairness: RunningServer | None = None
@@ -72,9 +77,10 @@ async def running_platform(
         servers.append(gin)
         mm_env["RULES_GIN_ADDRESSES"] = gin.address
     matchmaking = await _start_matchmaking(database_url, mm_port, mm_env)
-    async with (
-        grpc.aio.insecure_channel(matchmaking.address) as mm_channel,
-        grpc.aio.insecure_channel(rules.address) as rules_channel,
+    async with (  # the lobby's and the players' calls come from the gateway
+        backend_channel(matchmaking.address, "gateway") as mm_channel,
+        backend_channel(rules.address, "gateway") as rules_channel,
+        backend_channel(matchmaking.address, "rules-chess-0") as owner_channel,
     ):
         platform = Platform(
             rules,
@@ -83,6 +89,7 @@ async def running_platform(
             database_url,
             matchmaking_pb2_grpc.MatchmakingServiceStub(mm_channel),
             rules_pb2_grpc.RulesServiceStub(rules_channel),
+            matchmaking_pb2_grpc.MatchmakingServiceStub(owner_channel),
             mm_env,
             fairness,
             gin,
@@ -323,8 +330,9 @@ async def test_an_aborted_match_changes_no_rating(platform: Platform) -> None:
         await mm.JoinTable(pb.JoinTableRequest(player_id="x2", table_id=table.table_id))
     ).table.match_id
     result = rules_pb2.Result(termination=rules_pb2.TERMINATION_ABORTED, detail="no show")
-    assert (await mm.ReportResult(pb.ReportResultRequest(match_id=match_id, result=result))).recorded
-    assert not (await mm.ReportResult(pb.ReportResultRequest(match_id=match_id, result=result))).recorded
+    owner = platform.owner  # the rules shard that owns the match
+    assert (await owner.ReportResult(pb.ReportResultRequest(match_id=match_id, result=result))).recorded
+    assert not (await owner.ReportResult(pb.ReportResultRequest(match_id=match_id, result=result))).recorded
     assert (await mm.GetRatings(pb.GetRatingsRequest(player_id="x1"))).ratings == []
 
 
@@ -354,7 +362,7 @@ async def test_a_restart_keeps_tables_queue_and_ratings(platform: Platform) -> N
     await mm.EnterQueue(queue_request("waiting", minutes=30))
 
     await platform.restart_matchmaking()
-    async with grpc.aio.insecure_channel(platform.matchmaking.address) as channel:
+    async with backend_channel(platform.matchmaking.address, "gateway") as channel:
         stub = matchmaking_pb2_grpc.MatchmakingServiceStub(channel)
         for player, ratings in before.items():
             assert await stub.GetRatings(pb.GetRatingsRequest(player_id=player)) == ratings
@@ -463,8 +471,16 @@ async def test_shorter_match_windows_reach_the_rules_service_and_production_refu
 ) -> None:
     from libs.runtime import ConfigError, ServiceConfig
 
+    files = transport_as("matchmaking").files()  # production needs the certificate files set
     production = ServiceConfig.from_env(
-        "matchmaking", {"SKILLCLASSICS_ENV": "production", "DATABASE_URL": database_url}
+        "matchmaking",
+        {
+            "SKILLCLASSICS_ENV": "production",
+            "DATABASE_URL": database_url,
+            "TLS_CA_FILE": str(files.ca),
+            "TLS_CERT_FILE": str(files.certificate),
+            "TLS_KEY_FILE": str(files.key),
+        },
     )
     with pytest.raises(ConfigError, match="published 60 s"):
         MatchmakingService(production, {"MATCH_DISCONNECT_FORFEIT_MS": "2000"})
@@ -482,11 +498,11 @@ async def test_shorter_match_windows_reach_the_rules_service_and_production_refu
         "matchmaking", MatchmakingService, database_url, env, GRPC_PORT=str(mm_port)
     )
     try:
-        async with grpc.aio.insecure_channel(matchmaking.address) as channel:
+        async with backend_channel(matchmaking.address, "gateway") as channel:
             mm = matchmaking_pb2_grpc.MatchmakingServiceStub(channel)
             table = (await mm.CreateTable(table_request("quick-a"))).table
             joined = await mm.JoinTable(pb.JoinTableRequest(player_id="quick-b", table_id=table.table_id))
-        async with grpc.aio.insecure_channel(rules.address) as channel:
+        async with backend_channel(rules.address, "gateway") as channel:
             stub = rules_pb2_grpc.RulesServiceStub(channel)
             # Nobody moves: the match aborts after 1.5 s (the rules service's default would be 60 s).
             call = stub.Watch(rules_pb2.WatchRequest(match_id=joined.table.match_id, spectator=True))
@@ -506,18 +522,19 @@ async def test_a_result_matchmaking_never_made_is_delivered_once_and_not_retried
     from libs.persistence.schema import match_results
 
     match_id = f"chess.0.{uuid.uuid4().hex[:12]}"  # created directly on the rules service: unknown here
-    await platform.chess.CreateMatch(
-        rules_pb2.CreateMatchRequest(
-            match_id=match_id,
-            seats=[
-                rules_pb2.SeatAssignment(seat=0, player_id="t1"),
-                rules_pb2.SeatAssignment(seat=1, player_id="t2"),
-            ],
-            options=rules_pb2.MatchOptions(chess=chess_pb2.ChessOptions()),
-            time_control=rules_pb2.TimeControl(base_ms=5 * MINUTE),
-            idempotency_key=match_id,
+    async with backend_channel(platform.rules.address, "matchmaking") as channel:  # who creates matches
+        await rules_pb2_grpc.RulesServiceStub(channel).CreateMatch(
+            rules_pb2.CreateMatchRequest(
+                match_id=match_id,
+                seats=[
+                    rules_pb2.SeatAssignment(seat=0, player_id="t1"),
+                    rules_pb2.SeatAssignment(seat=1, player_id="t2"),
+                ],
+                options=rules_pb2.MatchOptions(chess=chess_pb2.ChessOptions()),
+                time_control=rules_pb2.TimeControl(base_ms=5 * MINUTE),
+                idempotency_key=match_id,
+            )
         )
-    )
     await platform.chess.SubmitAction(
         rules_pb2.SubmitActionRequest(
             match_id=match_id, seat=0, idempotency_key="r", action=rules_pb2.Action(resign=rules_pb2.Resign())
