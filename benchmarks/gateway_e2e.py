@@ -164,7 +164,7 @@ def cpu_use(stack: Stack) -> dict[str, float]:
 
 
 async def run() -> None:
-    env, backend = stack_env(b"")  # the retired GATEWAY_TOKEN_KEY: the gateway trusts KEY, written below
+    env, backend = stack_env()  # the gateway trusts KEY, written below
     run_id = uuid.uuid4().hex[:8]
     with tempfile.TemporaryDirectory() as data_dir:
         write_development_key(Path(data_dir), KEY)

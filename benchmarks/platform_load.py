@@ -778,8 +778,8 @@ async def _run() -> None:
         f"p99 {yardstick['p99']:.2f} ms)"
     )
 
-    # stack_env's key is the retired GATEWAY_TOKEN_KEY: the gateway trusts KEY, written below.
-    env, backend = stack_env(b"", GATEWAY_CALL_RATE="100000", GATEWAY_CALL_BURST="100000")
+    # The gateway trusts KEY, written into the stack's data folder below.
+    env, backend = stack_env(GATEWAY_CALL_RATE="100000", GATEWAY_CALL_BURST="100000")
     bench_pki()  # one development PKI (TLS_DIR) for the stack and the clock probe's process
     with tempfile.TemporaryDirectory() as data_dir:
         write_development_key(Path(data_dir), KEY)

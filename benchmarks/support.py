@@ -8,7 +8,6 @@ PKI (:func:`bench_pki`), and a benchmark calls them as a given identity with
 from __future__ import annotations
 
 import atexit
-import base64
 import contextlib
 import os
 import shutil
@@ -62,16 +61,19 @@ async def bench_service(
             yield service, "PostgreSQL" if database else "SQLite"
 
 
-def stack_env(token_key: bytes, **extra: str) -> tuple[dict[str, str], str]:
-    """The environment of a whole benchmark stack (quiet logs, the token key, ``BENCH_DATABASE_URL`` or
-    SQLite files), and the backend's name."""
+def stack_env(**extra: str) -> tuple[dict[str, str], str]:
+    """The environment of a whole benchmark stack (quiet logs, ``BENCH_DATABASE_URL`` or SQLite files),
+    and the backend's name. The gateway trusts the development key in the stack's ``DATA_DIR``
+    (:func:`services.gateway.tokens.write_development_key` puts one there). The services call each
+    other over mutual TLS, as always; ``BENCH_TLS_MODE=plaintext`` runs them without it, to measure
+    what it costs (docs/security.md)."""
     database = os.environ.get("BENCH_DATABASE_URL", "")
     env = {
         "SKILLCLASSICS_ENV": "development",
         "LOG_LEVEL": "warning",
         "LOG_FORMAT": "json",
         "DATABASE_URL": database,
-        "GATEWAY_TOKEN_KEY": base64.b64encode(token_key).decode(),
+        "TLS_MODE": os.environ.get("BENCH_TLS_MODE", "") or "mtls",
         **extra,
     }
     return env, "PostgreSQL" if database else "SQLite"

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import io
+import json
 import os
 import random
 import re
@@ -27,8 +29,10 @@ from skillclassics.rules.v1 import rules_pb2
 from clients.bot import BotSettings, find_match, play_match, run_bot
 from clients.cli.main import main_async
 from clients.demo import DemoConfig, demo, fairness_report
+from clients.fairness import FairnessBook
 from clients.families import family
 from clients.player import GatewayError, MatchStream, PlayerSession, RetryPolicy, development_token
+from libs.fairness import Proof
 from libs.runtime import RunningServer
 from libs.runtime.config import sqlite_url
 from services.clock.service import ClockService
@@ -37,11 +41,13 @@ from services.gateway.service import GatewayService
 from services.matchmaking.service import MatchmakingService
 from services.rules_chess.service import chess_rules_service
 from services.rules_gin.service import gin_rules_service
-from tests.support import ROOT, free_port, start_in_process
+from tests.support import ROOT, backend_channel, free_port, start_in_process
 
 KEY = bytes(range(32))
 KEY_B64 = base64.b64encode(KEY).decode()
-ENV = {"GATEWAY_TOKEN_KEY": KEY_B64}
+ENV: dict[str, str] = {}
+"""The clients' environment: tokens are signed with the development key the gateway generated under its
+(default) ``DATA_DIR``, which :func:`development_token` reads too."""
 FAST = {
     "GATEWAY_CALL_RATE": "1000",
     "GATEWAY_CALL_BURST": "1000",
@@ -145,10 +151,11 @@ def session(stack: Stack, name: str, address: str | None = None) -> PlayerSessio
 
 @pytest.fixture
 def cli_env(stack: Stack, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The command line pointed at the stack, with its own config folder and the stack's key."""
+    """The command line pointed at the stack, with its own config folder, signing with the gateway's
+    development key (under the default ``DATA_DIR``)."""
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.delenv("DATA_DIR", raising=False)
     monkeypatch.setenv("GATEWAY_ADDRESS", stack.gateway)
-    monkeypatch.setenv("GATEWAY_TOKEN_KEY", KEY_B64)
     monkeypatch.delenv("SKILLCLASSICS_TOKEN", raising=False)
     return tmp_path / "config" / "skillclassics" / "token"
 
@@ -452,7 +459,6 @@ async def test_usage_and_gateway_errors_exit_2_and_1(
     assert "error: NOT_FOUND" in captured(capsys)[1]
     assert await main_async(["bot", "--strategy", "clever"]) == 2
     assert await main_async(["frobnicate"]) == 2
-    monkeypatch.delenv("GATEWAY_TOKEN_KEY")
     monkeypatch.setenv("DATA_DIR", str(cli_env.parent / "empty"))
     assert await main_async(["login", "dave"]) == 2
     assert "no development key" in captured(capsys)[1]
@@ -502,9 +508,9 @@ async def test_the_console_script_runs_login_and_tables(stack: Stack, tmp_path: 
         **os.environ,
         "XDG_CONFIG_HOME": str(tmp_path / "config"),
         "GATEWAY_ADDRESS": stack.gateway,
-        "GATEWAY_TOKEN_KEY": KEY_B64,
     }
     env.pop("SKILLCLASSICS_TOKEN", None)
+    env.pop("DATA_DIR", None)  # the gateway's development key is under the default one
     name = player("script")
     for argv, expected in ((["login", name], f"signed in as {name}"), (["tables", "--family", "chess"], "")):
         process = await asyncio.create_subprocess_exec(
@@ -520,7 +526,12 @@ async def test_the_console_script_runs_login_and_tables(stack: Stack, tmp_path: 
         out, err = await asyncio.wait_for(process.communicate(), 30)
         assert process.returncode == 0, err.decode()
         assert expected in out.decode()
-    assert (tmp_path / "config" / "skillclassics" / "token").read_text().startswith("v1.")
+    token = (tmp_path / "config" / "skillclassics" / "token").read_text().strip()
+    parts = token.split(".")
+    assert len(parts) == 3, token  # a JWT: header, payload and signature, each base64url
+    assert all(re.fullmatch(r"[A-Za-z0-9_-]+", part) for part in parts), token
+    header = json.loads(base64.urlsafe_b64decode(parts[0] + "=" * (-len(parts[0]) % 4)))
+    assert header["alg"] == "EdDSA"
 
 
 # -- the demo -------------------------------------------------------------------------------------------
@@ -530,7 +541,6 @@ async def test_the_demo_plays_chess_and_gin_and_skips_what_the_stack_lacks(stack
     lines: list[str] = []
     config = DemoConfig(
         gateway=stack.gateway,
-        fairness=stack.fairness,
         families=("chess", "gin", "go"),
         max_plies=30,
         env=ENV,
@@ -556,16 +566,19 @@ async def test_the_demo_says_when_the_stack_is_not_running() -> None:
 
 async def test_a_fairness_proof_is_fetched_and_verified(stack: Stack) -> None:
     match_id = f"gin.0.{uuid.uuid4().hex}"
-    async with grpc.aio.insecure_channel(stack.fairness) as channel:
+    async with backend_channel(stack.fairness, "matchmaking") as channel:  # matchmaking commits
         stub = fairness_pb2_grpc.FairnessServiceStub(channel)
         await stub.Commit(fairness_pb2.CommitRequest(match_id=match_id, idempotency_key=match_id))
+    async with backend_channel(stack.fairness, "rules-gin-0") as channel:  # the shard that owns the match
+        stub = fairness_pb2_grpc.FairnessServiceStub(channel)
         await stub.Draw(
             fairness_pb2.DrawRequest(
                 match_id=match_id, stream="deck", kind=fairness_pb2.DRAW_KIND_SHUFFLE, bound=52
             )
         )
         await stub.Finish(fairness_pb2.FinishRequest(match_id=match_id))
-    report = await fairness_report(stack.fairness, match_id)
+    async with session(stack, player("prover")) as prover:  # through the gateway, as any player
+        report = await fairness_report(prover, match_id)
     assert report.startswith("OK: commitment matches; 1 draw in 1 stream reproduced exactly")
 
 
@@ -624,10 +637,156 @@ async def test_players_watching_a_gin_match_add_their_seeds_before_the_deal(stac
         async with asyncio.timeout(10):
             dealt = await asyncio.gather(*(until_dealt(s.watch_match(match_id)) for s in (first, second)))
         assert loop.time() - began < 3  # dealt as soon as both seeds were in, not at the 5 s window
-    async with grpc.aio.insecure_channel(stack.fairness) as channel:
+    async with backend_channel(stack.fairness, "operator") as channel:
         public = await fairness_pb2_grpc.FairnessServiceStub(channel).GetCommitment(
             fairness_pb2.GetCommitmentRequest(match_id=match_id)
         )
     assert sorted(seed.seat for seed in public.client_seeds) == [0, 1]  # both, before any draw
     assert all(len(seed.seed) == 32 for seed in public.client_seeds)
     assert len(dealt) == 2
+
+
+async def test_play_records_the_commitment_and_proof_checks_the_proof_against_it(
+    stack: Stack,
+    cli_env: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    fam = family("gin")
+    ann, ben = player("ann"), player("ben")
+    async with session(stack, ann) as first, session(stack, ben) as second:
+        match_id = await private_match(first, second, "gin", minutes=5)
+
+        async def ben_passes() -> None:  # on the upcard, when offered; Ann resigns soon after
+            async for update in second.watch_match(match_id):
+                if "pass" in update.legal_actions:
+                    with contextlib.suppress(GatewayError):
+                        await second.submit(match_id, fam.parse("pass"))
+
+        ben_plays = asyncio.create_task(ben_passes())
+        monkeypatch.setenv("SKILLCLASSICS_TOKEN", development_token(ann, ENV))
+        monkeypatch.setattr(sys, "stdin", io.StringIO("pass\nresign\n"))
+        assert await main_async(["play", match_id, "--ascii"]) == 0
+        async with asyncio.timeout(10):
+            await ben_plays
+        commitment = (await first.match_history("gin"))[0].fairness_commitment
+    out = captured(capsys)[0]
+    record_file = cli_env.parent / "fairness" / ann / f"{match_id}.json"
+    # `play` says what the server committed to before the deal, and where it keeps it...
+    assert (
+        f"fairness: the server committed to {commitment} (format version 1) before the first deal; "
+        f"recorded in {record_file}"
+    ) in out
+    # ...and checks the proof against it when the match is over.
+    verdict = (
+        "OK: commitment matches; 2 draws in 2 streams reproduced exactly; it is the commitment published "
+        "before the match; your client seed is in; all 2 draws the match used are in"
+    )
+    assert f"fairness: {verdict}" in out
+    assert f"fairness: proof saved to {record_file.with_name(f'{match_id}.proof.json')}" in out
+    recorded = json.loads(record_file.read_text())
+    assert (recorded["commitment"], recorded["version"], recorded["seed_accepted"]) == (commitment, 1, True)
+    assert len(bytes.fromhex(recorded["client_seed"])) == 32
+    assert recorded["draws"] == [{"stream": "dealer", "index": 0}, {"stream": "shuffle", "index": 0}]
+    assert stat.S_IMODE(record_file.stat().st_mode) == 0o600
+
+    # `proof` fetches the proof, saves it and checks it against the record in one step.
+    saved = tmp_path / "proof.json"
+    assert await main_async(["proof", match_id, "--out", str(saved)]) == 0
+    assert captured(capsys)[0] == f"{verdict}\nproof saved to {saved}\n"
+    proof = Proof.from_json(saved.read_bytes())
+    assert proof.commitment == commitment
+    seat = recorded["seat"]
+    assert {(s.seat, s.seed.hex()) for s in proof.client_seeds} >= {(seat, recorded["client_seed"])}
+
+    async def check(**changes: object) -> tuple[int, str]:
+        record_file.write_text(json.dumps({**recorded, **changes}))
+        status = await main_async(["proof", match_id, "--out", str(saved)])
+        return status, captured(capsys)[0]
+
+    # A record that says otherwise than the proof fails, naming what differs.
+    status, said = await check(commitment="ab" * 32)
+    assert status == 1
+    assert said.startswith(
+        f"FAIL: the proof commits to {commitment}, not to {'ab' * 32}, the commitment published before the "
+        "match: this is not the random stream the match was promised\n"
+    )
+    status, said = await check(client_seed="cd" * 32)
+    assert status == 1
+    assert said.startswith(
+        f"FAIL: your client seed {'cd' * 8}... is not in the proof: it has another seed for seat {seat}"
+    )
+    status, said = await check(draws=[*recorded["draws"], {"stream": "shuffle", "index": 1}])
+    assert status == 1
+    assert said.startswith(
+        "FAIL: the match used draw stream 'shuffle' index 1, but the proof does not have it\n"
+    )
+
+    # Someone who recorded nothing is told so; the proof is checked on its own and against the record.
+    monkeypatch.setenv("SKILLCLASSICS_TOKEN", development_token(player("fan"), ENV))
+    assert await main_async(["proof", match_id]) == 0
+    said = captured(capsys)[0]
+    assert said.startswith(
+        "OK: commitment matches; 2 draws in 2 streams reproduced exactly; all 2 draws the match used are in\n"
+        f"note: no commitment of match {match_id} was recorded here before the match"
+    )
+
+
+async def test_the_library_records_the_commitment_its_own_seed_and_the_draws(
+    stack: Stack, tmp_path: Path
+) -> None:
+    fam = family("gin")
+    ann, ben = player("ann"), player("ben")
+    book = FairnessBook(tmp_path / "fairness")
+    async with (
+        PlayerSession(stack.gateway, development_token(ann, ENV), fairness_book=book) as first,
+        session(stack, ben) as second,
+    ):
+        await first.whoami()
+        async with first.lobby() as lobby:
+            table = await first.create_table(
+                "gin",
+                options=fam.options({}),
+                time_control=fam.time_control(5),
+                visibility=mm.VISIBILITY_PRIVATE,
+            )
+            await second.join_table(table.table_id)
+            ready = await lobby.match_ready(table_id=table.table_id)
+        match_id = ready.match_id
+        # Recorded from MatchReady, before any stream is open or any seed sent.
+        announced = first.fairness(match_id)
+        assert announced is not None
+        assert len(ready.fairness_commitment) == 64
+        assert (announced.commitment, announced.version, announced.seat) == (ready.fairness_commitment, 1, 0)
+        assert (announced.client_seed, announced.draws) == (None, [])
+
+        async def until_dealt(updates: AsyncIterator[rules_pb2.MatchUpdate]) -> None:
+            async for update in updates:
+                if update.HasField("to_move"):
+                    return
+
+        async with first.play(match_id) as stream, asyncio.timeout(10):
+            watched = second.watch_match(match_id)
+            await asyncio.gather(until_dealt(stream.updates()), until_dealt(aiter(watched)))
+            watched.close()
+        record = first.fairness(match_id)
+        assert record is not None
+        assert record.commitment == ready.fairness_commitment
+        assert record.client_seed is not None
+        assert len(record.client_seed) == 32
+        assert (record.seed_accepted, record.seed_problem, record.seat) == (True, "", 0)
+        assert record.draws == [("dealer", 0), ("shuffle", 0)]
+        assert book.load(ann, match_id) == record  # kept for later sessions (`skillclassics proof`)
+    async with backend_channel(stack.fairness, "operator") as channel:
+        public = await fairness_pb2_grpc.FairnessServiceStub(channel).GetCommitment(
+            fairness_pb2.GetCommitmentRequest(match_id=match_id)
+        )
+    assert public.commitment == record.commitment
+    assert {seed.seat: seed.seed for seed in public.client_seeds}[0] == record.client_seed
+
+    # A later session of the same player finds the record and does not send a second seed.
+    async with PlayerSession(stack.gateway, development_token(ann, ENV), fairness_book=book) as again:
+        await again.whoami()
+        await again.seed_match(match_id)
+        assert again.fairness(match_id) == record

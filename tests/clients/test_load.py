@@ -5,7 +5,6 @@ for the module with the launcher, the rate limits raised as docs/load-testing.md
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import importlib.util
 import json
@@ -58,10 +57,11 @@ from clients.load.report import (
 )
 from clients.player import PlayerSession
 from libs.launcher import Stack, StartError, available_services, find_free_port_offset
+from services.gateway.tokens import SigningKey, write_development_key
 from tests.support import ROOT
 
-KEY = bytes(range(50, 82))
-KEY_B64 = base64.b64encode(KEY).decode()
+SIGNING_KEY = SigningKey.generate()
+"""The development signing key the stack's gateway trusts (written into its data folder before it starts)."""
 STACK_SERVICES = ("fairness", "clock", "rules-chess", "rules-gin", "matchmaking", "gateway")
 
 try:
@@ -472,7 +472,6 @@ async def stack(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Stack
         "MIGRATE_ON_START": "true",
         "LOG_FORMAT": "json",
         "DATABASE_URL": "",
-        "GATEWAY_TOKEN_KEY": KEY_B64,
         # What docs/load-testing.md asks of a stack under load: no per-player rate limit in the way.
         "GATEWAY_CALL_RATE": "100000",
         "GATEWAY_CALL_BURST": "100000",
@@ -480,6 +479,7 @@ async def stack(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Stack
     services = [spec for spec in available_services() if spec.name in STACK_SERVICES]
     assert {spec.name for spec in services} == set(STACK_SERVICES)
     data = tmp_path_factory.mktemp("load-stack")
+    write_development_key(data, SIGNING_KEY)  # the gateway trusts it; the minters sign with it
     for attempt in range(3):
         running = Stack(
             services,
@@ -503,8 +503,9 @@ async def stack(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Stack
         assert all(code == 0 for code in exits.values()), exits
 
 
-def tokens() -> TokenMinter:
-    return TokenMinter({"GATEWAY_TOKEN_KEY": KEY_B64})
+def tokens(stack: Stack) -> TokenMinter:
+    """Tokens signed with the stack's development key (read from its data folder, as ``make run``'s)."""
+    return TokenMinter({"DATA_DIR": str(stack.data_dir)})
 
 
 async def test_a_run_of_chess_and_gin_through_the_command(
@@ -532,7 +533,7 @@ async def test_a_run_of_chess_and_gin_through_the_command(
         "--quiet",
         "--fail-on-errors",
     )
-    monkeypatch.setenv("GATEWAY_TOKEN_KEY", KEY_B64)
+    monkeypatch.setenv("DATA_DIR", str(stack.data_dir))
     assert await run_command(args) == 0
     report = json.loads(out_json.read_text())
     matches = report["matches"]
@@ -573,7 +574,7 @@ async def test_a_duration_run_cuts_the_matches_still_going(stack: Stack) -> None
         seed=11,
     )
     progress = _Lines()
-    result = await LoadRun(config, tokens=tokens(), progress=progress).run()  # type: ignore[arg-type]
+    result = await LoadRun(config, tokens=tokens(stack), progress=progress).run()  # type: ignore[arg-type]
     metrics = result.metrics
     assert result.stopped_by == "duration"
     assert result.elapsed_s == pytest.approx(2.5, abs=0.5)
@@ -586,7 +587,7 @@ async def test_a_duration_run_cuts_the_matches_still_going(stack: Stack) -> None
     assert any("matches" in line and "actions" in line for line in progress.lines)
     assert any("cut" in note for note in result.notes)
     # The cut matches are over on the server (resigned), not left running.
-    async with PlayerSession(stack.address("gateway"), tokens()(f"{config.run_id}-chess-1-a")) as player:
+    async with PlayerSession(stack.address("gateway"), tokens(stack)(f"{config.run_id}-chess-1-a")) as player:
         history = await player.match_history()
         assert len(history) == 1
         match = await player.get_match(history[0].match_id)
@@ -617,7 +618,7 @@ async def test_queue_pairing_and_the_open_loop(stack: Stack) -> None:
         max_plies=20,
         progress_s=0,
     )
-    result = await run_load(config, tokens=tokens())
+    result = await run_load(config, tokens=tokens(stack))
     metrics = result.metrics
     assert result.stopped_by == "matches"
     assert not metrics.errors
@@ -640,7 +641,6 @@ async def test_the_rate_limit_is_counted_and_waited_out(stack: Stack) -> None:
     }
     env = {
         **wiring,
-        "GATEWAY_TOKEN_KEY": KEY_B64,
         "GATEWAY_CALL_RATE": "5",
         "GATEWAY_CALL_BURST": "10",
         "LOG_FORMAT": "json",
@@ -658,7 +658,7 @@ async def test_the_rate_limit_is_counted_and_waited_out(stack: Stack) -> None:
             progress_s=0,
             seed=2,
         )
-        result = await run_load(config, tokens=tokens())
+        result = await run_load(config, tokens=tokens(stack))
     metrics = result.metrics
     assert metrics.total("finished") == 1
     assert metrics.total("failed") == 0
@@ -676,18 +676,19 @@ async def test_a_misconfigured_run_stops_with_the_reason(stack: Stack) -> None:
         duration_s=20,
         progress_s=0,
     )
-    result = await run_load(config, tokens=tokens())
+    result = await run_load(config, tokens=tokens(stack))
     assert result.stopped_by == "error"
     assert result.elapsed_s < 10
     assert any("INVALID_ARGUMENT" in note for note in result.notes)
     assert result.metrics.errors[("CreateTable", "INVALID_ARGUMENT")] >= 1
 
 
-async def test_a_wrong_key_fails_the_probe(stack: Stack) -> None:
+async def test_a_wrong_key_fails_the_probe(stack: Stack, tmp_path: Path) -> None:
     from clients.load.harness import LoadError
 
     config = LoadConfig(families=(FamilyPlan("chess", 1),), gateway=stack.address("gateway"), progress_s=0)
-    other = TokenMinter({"GATEWAY_TOKEN_KEY": base64.b64encode(bytes(32)).decode()})
+    write_development_key(tmp_path, SigningKey.generate())  # a development key of another stack
+    other = TokenMinter({"DATA_DIR": str(tmp_path)})
     with pytest.raises(LoadError, match="UNAUTHENTICATED"):
         await run_load(config, tokens=other)
 
@@ -707,7 +708,7 @@ async def test_the_bridge_the_locust_file_drives(stack: Stack) -> None:
         "30",
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
-        env={**os.environ, "GATEWAY_TOKEN_KEY": KEY_B64},
+        env={**os.environ, "DATA_DIR": str(stack.data_dir)},
         cwd=ROOT,
     )
     assert process.stdin is not None
@@ -789,7 +790,7 @@ async def test_the_locust_file(stack: Stack) -> None:
         stderr=asyncio.subprocess.STDOUT,
         env={
             **os.environ,
-            "GATEWAY_TOKEN_KEY": KEY_B64,
+            "DATA_DIR": str(stack.data_dir),
             "LOAD_OPTIONS": "--families chess=1,gin=1 --max-plies 30",
         },
         cwd=ROOT,
@@ -805,7 +806,7 @@ async def test_pace_slows_the_matches_being_played(stack: Stack) -> None:
         families=(FamilyPlan("chess", 1),), gateway=stack.address("gateway"), max_plies=None, seed=5
     )
     metrics = Metrics(["chess"])
-    async with Engine(config, metrics, tokens()) as engine:
+    async with Engine(config, metrics, tokens(stack)) as engine:
         pair = asyncio.create_task(engine.play_pair("chess"))
         try:
             async with asyncio.timeout(20):

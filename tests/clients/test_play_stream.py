@@ -24,7 +24,7 @@ from libs.runtime import RunningServer
 from libs.runtime.config import sqlite_url
 from services.gateway.service import GatewayService
 from tests.clients import test_gateway_clients
-from tests.clients.test_gateway_clients import ENV, FAST, KEY_B64, Stack, player, private_match, session
+from tests.clients.test_gateway_clients import ENV, FAST, Stack, player, private_match, session
 from tests.support import free_port, start_in_process
 
 CHESS = family("chess")
@@ -462,7 +462,7 @@ async def test_the_load_harness_plays_chess_and_gin_on_each_transport(
         seed=7,
     )
     assert f"{transport} transport" in config.describe()
-    result = await run_load(config, tokens=TokenMinter({"GATEWAY_TOKEN_KEY": KEY_B64}))
+    result = await run_load(config, tokens=TokenMinter(ENV))
     metrics = result.metrics
     assert result.stopped_by == "matches"
     assert not metrics.errors

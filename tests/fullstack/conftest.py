@@ -7,7 +7,6 @@ one ``DATABASE_URL`` secret). The services migrate at start.
 
 from __future__ import annotations
 
-import base64
 from collections.abc import AsyncIterator
 
 import grpc
@@ -19,6 +18,7 @@ from skillclassics.rules.v1 import rules_pb2_grpc
 from libs.launcher import Stack, StartError, find_free_port_offset
 from tests.conftest import BACKENDS, create_postgres_database, drop_postgres_database
 from tests.fullstack.helpers import Platform
+from tests.support import backend_channel
 
 TOKEN_KEY = bytes(range(7, 39))
 CORE_SERVICES = {"fairness", "clock", "rules-chess", "matchmaking", "gateway"}
@@ -53,15 +53,16 @@ async def platform(
         "MIGRATE_ON_START": "true",
         "LOG_FORMAT": "json",
         "DATABASE_URL": database_url,
-        "GATEWAY_TOKEN_KEY": base64.b64encode(TOKEN_KEY).decode(),
     }
     try:
         stack = await _start(env, str(tmp_path_factory.mktemp(f"stack-{backend}")))
         try:
             assert {spec.name for spec in stack.services} >= CORE_SERVICES
             async with (
-                grpc.aio.insecure_channel(stack.address("gateway")) as gateway,
-                grpc.aio.insecure_channel(stack.address("rules-chess")) as rules,
+                grpc.aio.insecure_channel(stack.address("gateway")) as gateway,  # the players' door
+                # rules-chess as matchmaking: creating matches the lobby would not make (the stack's
+                # services use the session's PKI: TLS_DIR is in the environment they inherit)
+                backend_channel(stack.address("rules-chess"), "matchmaking") as rules,
             ):
                 yield Platform(
                     stack,

@@ -2,7 +2,8 @@
 scheme other than Bearer, expired, wrong key, altered payload, acting or watching when not seated, a
 spectator seeing no one's moves, rate limits).
 
-Here: tokens that are unsigned, truncated or signed over a bad payload; no request can name a player or
+Here: JWTs that are unsigned (alg none), truncated, signed by a key the gateway does not trust, tampered
+with, HMAC-signed or signed over bad claims; no request can name a player or
 a seat; a player cannot use another player's idempotency key, resign for the other seat, cancel another
 player's table, or see another player's lobby events, history or private tables.
 """
@@ -10,18 +11,19 @@ player's table, or see another player's lobby events, history or private tables.
 from __future__ import annotations
 
 import base64
-import hashlib
-import hmac
 import json
 import time
 
 import grpc
+import jwt
 from google.protobuf.descriptor import Descriptor
 from skillclassics.gateway.v1 import gateway_pb2 as pb
 from skillclassics.matchmaking.v1 import matchmaking_pb2 as mm_pb
 from skillclassics.rules.v1 import rules_pb2
 
+from services.gateway.tokens import SigningKey, mint_token
 from tests.fullstack.helpers import (
+    Metadata,
     Platform,
     has_moves,
     is_final,
@@ -45,11 +47,20 @@ def _b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
 
 
-def signed(key: bytes, payload: object) -> tuple[tuple[str, str], ...]:
-    """A token correctly signed with ``key`` over any JSON payload (what only the key holder can make)."""
-    body = f"v1.{_b64(json.dumps(payload).encode())}"
-    mac = hmac.new(key, body.encode(), hashlib.sha256).digest()
-    return (("authorization", f"Bearer {body}.{_b64(mac)}"),)
+def bearer(token: str) -> Metadata:
+    return (("authorization", f"Bearer {token}"),)
+
+
+def claims(key: SigningKey, subject: object, **changes: object) -> dict[str, object]:
+    """What a development token for ``subject`` says (its issuer, audience and an hour's validity)."""
+    now = int(time.time())
+    return {"iss": key.issuer, "aud": key.audience, "sub": subject, "iat": now, "exp": now + 3600, **changes}
+
+
+def signed(key: SigningKey, payload: dict[str, object], **headers: object) -> Metadata:
+    """A token correctly signed with ``key`` over any payload (what only the key holder can make)."""
+    token = jwt.encode(payload, key.private_key, algorithm=key.algorithm, headers={"kid": key.kid, **headers})
+    return bearer(token)
 
 
 def _fields(message: Descriptor, seen: set[str]) -> set[str]:
@@ -80,32 +91,80 @@ def test_no_gateway_request_can_name_a_player_or_a_seat() -> None:
 async def test_unsigned_truncated_and_badly_signed_tokens_are_refused(platform: Platform) -> None:
     gw = platform.gateway
     alice = platform.player("alice")
+    trusted = platform.signing_key
     token = alice.metadata[0][1].removeprefix("Bearer ")
-    version, payload, mac = token.split(".")
-    later = int(time.time()) + 3600
+    header, payload, signature = token.split(".")
+    stranger = SigningKey.generate()  # a key the gateway has never heard of
+    impostor = SigningKey.of(SigningKey.generate().private_key, kid=trusted.kid)  # claiming the trusted kid
+    p256 = SigningKey.generate("ES256", kid=trusted.kid)  # the trusted kid, the other algorithm
+    raw_public = base64.urlsafe_b64decode(trusted.public_jwk()["x"] + "==")
+    as_bob = _b64(json.dumps(claims(trusted, "bob")).encode())
     cases = {
-        "unsigned (empty signature)": ((("authorization", f"Bearer {version}.{payload}."),), "signature"),
-        "no signature part": ((("authorization", f"Bearer {version}.{payload}"),), "malformed"),
-        "signature not base64url": ((("authorization", f"Bearer {version}.{payload}.{mac}!"),), "malformed"),
-        "a later version": ((("authorization", f"Bearer v2.{payload}.{mac}"),), "version"),
+        "unsigned (alg none)": (
+            bearer(jwt.encode(claims(trusted, alice.id), "", algorithm="none", headers={"kid": trusted.kid})),
+            "algorithm",
+        ),
+        "unsigned (signature stripped)": (bearer(f"{header}.{payload}."), "signature"),
+        "no signature part": (bearer(f"{header}.{payload}"), "malformed"),
+        "truncated mid-signature": (bearer(f"{header}.{payload}.{signature[:-1]}"), "malformed"),
+        "signature cut short": (bearer(f"{header}.{payload}.{signature[:-6]}"), "signature"),  # 60 bytes
+        "truncated payload": (
+            bearer(f"{header}.{payload[: len(payload) // 4 * 4 - 4]}.{signature}"),
+            "signature",
+        ),
+        "signature not base64url": (bearer(f"{header}.{payload}.{signature}!"), "malformed"),
+        "signed by an untrusted key": (
+            bearer(mint_token(stranger, alice.id, 3600, int(time.time()))),
+            "trusts",
+        ),
+        "signed by another key under the trusted kid": (
+            signed(impostor, claims(trusted, alice.id)),
+            "signature",
+        ),
+        "tampered payload (Alice's signature, Bob's claims)": (
+            bearer(f"{header}.{as_bob}.{signature}"),
+            "signature",
+        ),
+        "HS256 with a shared secret": (
+            bearer(jwt.encode(claims(trusted, alice.id), bytes(32), "HS256", headers={"kid": trusted.kid})),
+            "algorithm",
+        ),
+        "HS256 keyed with the trusted public key": (
+            bearer(jwt.encode(claims(trusted, alice.id), raw_public, "HS256", headers={"kid": trusted.kid})),
+            "algorithm",
+        ),
+        "ES256 under the EdDSA key's kid": (signed(p256, claims(trusted, alice.id)), "match"),
+        "no kid": (
+            bearer(jwt.encode(claims(trusted, alice.id), trusted.private_key, algorithm=trusted.algorithm)),
+            "kid",
+        ),
         "empty bearer": ((("authorization", "Bearer "),), "Bearer"),
         "another metadata key": ((("x-authorization", f"Bearer {token}"),), "no token"),
-        "far too long": ((("authorization", f"Bearer {token}{'A' * 4096}"),), "too long"),
-        "signed, subject not a player id": (signed(platform.key, {"sub": "a b", "exp": later}), "subject"),
-        "signed, subject missing": (signed(platform.key, {"exp": later}), "subject"),
-        "signed, expiry not an integer": (
-            signed(platform.key, {"sub": alice.id, "exp": str(later)}),
-            "expiry",
+        "far too long": (bearer(f"{token}{'A' * 4096}"), "too long"),
+        "signed, subject not a player id": (signed(trusted, claims(trusted, "a b")), "subject"),
+        "signed, subject missing": (
+            signed(trusted, {k: v for k, v in claims(trusted, "x").items() if k != "sub"}),
+            "subject",
         ),
-        "signed, not an object": (signed(platform.key, [alice.id, later]), "object"),
+        "signed, expiry not a number": (
+            signed(trusted, claims(trusted, alice.id, exp=str(int(time.time()) + 3600))),
+            "exp",
+        ),
+        "signed, another audience": (signed(trusted, claims(trusted, alice.id, aud="elsewhere")), "audience"),
+        "signed, another issuer": (signed(trusted, claims(trusted, alice.id, iss="mallory")), "issuer"),
+        "signed, expired": (
+            signed(trusted, claims(trusted, alice.id, exp=int(time.time()) - 3600)),
+            "expired",
+        ),
     }
     for case, (metadata, reason) in cases.items():
         details = await refused(gw.WhoAmI(pb.WhoAmIRequest(), metadata=metadata), UNAUTHENTICATED, reason)
         assert alice.id not in details, case
         await refused(gw.GetRatings(pb.GetRatingsRequest(), metadata=metadata), UNAUTHENTICATED, reason)
-    # The same payload, correctly signed, is Alice.
-    good = signed(platform.key, {"sub": alice.id, "exp": later})
-    assert (await gw.WhoAmI(pb.WhoAmIRequest(), metadata=good)).player_id == alice.id
+    # The same claims, correctly signed with the trusted key, are Alice.
+    assert (
+        await gw.WhoAmI(pb.WhoAmIRequest(), metadata=signed(trusted, claims(trusted, alice.id)))
+    ).player_id == alice.id
 
 
 async def test_a_player_cannot_replay_another_players_idempotency_key(platform: Platform) -> None:
