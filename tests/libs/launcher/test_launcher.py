@@ -13,7 +13,6 @@ import socket
 import sys
 from pathlib import Path
 
-import grpc
 import pytest
 from skillclassics.fairness.v1 import fairness_pb2, fairness_pb2_grpc
 
@@ -27,6 +26,7 @@ from libs.launcher import (
     service_spec,
 )
 from libs.runtime.ports import DEFAULT_PORTS
+from tests.support import backend_channel
 
 FAIRNESS = service_spec("fairness")
 REPO = Path(__file__).resolve().parents[3]
@@ -47,7 +47,7 @@ def port_offset() -> int:
 
 
 async def commit(address: str, match_id: str) -> str:
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with backend_channel(address, "matchmaking") as channel:
         stub = fairness_pb2_grpc.FairnessServiceStub(channel)
         reply = await stub.Commit(
             fairness_pb2.CommitRequest(match_id=match_id, idempotency_key="k"), timeout=5
@@ -57,7 +57,7 @@ async def commit(address: str, match_id: str) -> str:
 
 
 async def get_commitment(address: str, match_id: str) -> str:
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with backend_channel(address, "operator") as channel:
         stub = fairness_pb2_grpc.FairnessServiceStub(channel)
         reply = await stub.GetCommitment(fairness_pb2.GetCommitmentRequest(match_id=match_id), timeout=5)
     return str(reply.commitment)
@@ -67,15 +67,15 @@ async def test_stack_serves_survives_kill_and_stops_cleanly(tmp_path: Path, port
     async with Stack([FAIRNESS], port_offset=port_offset, data_dir=tmp_path, echo=False) as stack:
         address = stack.address("fairness")
         assert address == f"127.0.0.1:{DEFAULT_PORTS['fairness'].grpc + port_offset}"
-        assert await check_health(address) == "SERVING"
-        commitment = await commit(address, "m-1")
+        assert await check_health(stack.health_address("fairness")) == "SERVING"
+        commitment = await commit(address, "chess.0.m-1")
         assert len(commitment) == 64
 
         assert await stack.kill("fairness") == -signal.SIGKILL
         assert stack.pid("fairness") is None
-        assert await check_health(address) == "UNAVAILABLE"
+        assert await check_health(stack.health_address("fairness")) == "UNAVAILABLE"
         await stack.restart("fairness")
-        assert await get_commitment(address, "m-1") == commitment  # committed state survives kill -9
+        assert await get_commitment(address, "chess.0.m-1") == commitment  # committed state survives kill -9
 
         pid = stack.pid("fairness")
         assert pid is not None
@@ -185,7 +185,8 @@ async def test_cli_prints_endpoints_and_stops_cleanly_on_ctrl_c(tmp_path: Path, 
     assert returncode == 0, output
     assert f"127.0.0.1:{grpc_port}" in output
     assert f"http://127.0.0.1:{metrics_port}/metrics" in output
-    assert f"--list-methods http://127.0.0.1:{grpc_port}" in output
+    assert f"--list-methods https://127.0.0.1:{grpc_port}" in output  # as the operator, over mutual TLS
+    assert "--cert " in output
     assert any(line.startswith("fairness | ") and "service.serving" in line for line in shown), output
     assert "launcher: fairness exited with code 0" in rest, output
 
