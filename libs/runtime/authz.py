@@ -15,11 +15,11 @@ result reported once for a match matchmaking created) is theirs; docs/security.m
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from libs.match.ids import MatchId, MatchIdError
 from libs.runtime.errors import PermissionDenied, Unauthenticated, shown
 from libs.runtime.identity import OPERATOR, Identity
 from libs.runtime.metrics import RPC_REFUSED
@@ -32,8 +32,6 @@ RULES = "rules-*"
 """Any shard of any rules service (``rules-<family>-<shard>``)."""
 ANYONE = "*"
 """Any caller, with or without a certificate: the health service, and the gateway's public methods."""
-
-_MATCH_ID = re.compile(r"(?P<family>[a-z]{2,32})\.(?P<shard>[0-9]{1,4})\.[A-Za-z0-9_-]{1,80}")
 
 
 class Constraint(Protocol):
@@ -52,11 +50,12 @@ class OwnsMatch:
 
     def refusal(self, caller: Identity, request: Any) -> str | None:
         match_id = str(getattr(request, self.field))
-        found = _MATCH_ID.fullmatch(match_id)
-        if found is None:
+        try:
+            parsed = MatchId.parse(match_id)
+        except MatchIdError:
             return f"{self.field} {shown(match_id)} is not a match id of the form <family>.<shard>.<unique>"
-        if not caller.owns_shard(found["family"], int(found["shard"])):
-            owner = f"rules-{found['family']}-{int(found['shard'])}"
+        if not caller.owns_shard(parsed.family, parsed.shard):
+            owner = f"rules-{parsed.family}-{parsed.shard}"
             return f"only {owner}, the rules shard that owns match {match_id}, may do this; you are {caller}"
         return None
 
@@ -177,28 +176,30 @@ class Authorizer:
         """Refuse (raise) unless ``caller`` may call ``method`` with ``request``; ``request`` may be
         ``None`` for a method whose rules have no constraint."""
         rule = self._policy.get(method)
-        service, _, name = method.lstrip("/").partition("/")
         if rule is None:
-            self._refuse(service, name, caller, "unlisted")
+            service, name = _refused(method, caller, "unlisted")
             raise PermissionDenied(f"{name} of {service} is not open to any caller")
         if ANYONE in rule:
             return
         if caller is None:
-            self._refuse(service, name, caller, "no_certificate")
+            _, name = _refused(method, caller, "no_certificate")
             raise Unauthenticated(f"{name} needs a client certificate of a SkillClassics service")
         kind = RULES if caller.is_rules_shard else caller.service
         if kind not in rule:
-            self._refuse(service, name, caller, "not_allowed")
+            service, name = _refused(method, caller, "not_allowed")
             allowed = ", ".join(sorted(rule))
             raise PermissionDenied(f"{caller} may not call {name} of {service} (only {allowed})")
         constraint = rule[kind]
         if constraint is not None:
             reason = constraint.refusal(caller, request)
             if reason is not None:
-                self._refuse(service, name, caller, "constraint")
+                _refused(method, caller, "constraint")
                 raise PermissionDenied(reason)
 
-    @staticmethod
-    def _refuse(service: str, method: str, caller: Identity | None, reason: str) -> None:
-        who = "none" if caller is None else (RULES if caller.is_rules_shard else caller.service)
-        RPC_REFUSED.labels(service, method, who, reason).inc()
+
+def _refused(method: str, caller: Identity | None, reason: str) -> tuple[str, str]:
+    """Count a refusal of ``method`` (``/<service>/<name>``); its service and name, for the reason."""
+    service, _, name = method.lstrip("/").partition("/")
+    who = "none" if caller is None else (RULES if caller.is_rules_shard else caller.service)
+    RPC_REFUSED.labels(service, name, who, reason).inc()
+    return service, name

@@ -10,6 +10,7 @@ without the shard), which is what a client checks the server's certificate again
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -75,9 +76,11 @@ def check_trust_domain(trust_domain: str) -> str:
     return trust_domain
 
 
+@functools.lru_cache(maxsize=1024)
 def identity_from_spiffe_id(uri: str, trust_domain: str) -> Identity | None:
     """The identity a SPIFFE ID of ``trust_domain`` names, or ``None`` when it is of another trust
-    domain or not an identity of the platform."""
+    domain or not an identity of the platform (remembered: every call of a service asks it again for
+    the same few callers)."""
     prefix = f"spiffe://{trust_domain}/"
     if not uri.startswith(prefix):
         return None

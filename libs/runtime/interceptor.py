@@ -154,6 +154,8 @@ class RpcInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     ) -> None:
         self._authorizer = authorizer
         self._trust_domain = trust_domain
+        self._methods: dict[str, tuple[_Gate, Callable[[bytes], Any] | None]] = {}
+        """Each method's gate and lenient deserializer, made on its first call (not on every call)."""
 
     async def intercept_service(
         self,
@@ -165,11 +167,12 @@ class RpcInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             return None
         method: str = handler_call_details.method
         request_id = _request_id(handler_call_details)
-        gate = _Gate(method, self._authorizer, self._trust_domain)
-        common = {
-            "request_deserializer": _lenient(handler.request_deserializer),
-            "response_serializer": handler.response_serializer,
-        }
+        known = self._methods.get(method)
+        if known is None:
+            gate = _Gate(method, self._authorizer, self._trust_domain)
+            known = self._methods[method] = (gate, _lenient(handler.request_deserializer))
+        gate, deserialize = known
+        common = {"request_deserializer": deserialize, "response_serializer": handler.response_serializer}
         if handler.unary_unary:
             return grpc.unary_unary_rpc_method_handler(
                 _wrap_unary(handler.unary_unary, method, "unary", request_id, gate), **common

@@ -38,8 +38,13 @@ from typing import Literal
 import grpc
 
 from libs.runtime.config import ConfigError
-from libs.runtime.identity import DEFAULT_TRUST_DOMAIN, Identity, IdentityError, check_trust_domain
-from libs.runtime.identity import identity_from_spiffe_id as _from_spiffe_id
+from libs.runtime.identity import (
+    DEFAULT_TRUST_DOMAIN,
+    Identity,
+    IdentityError,
+    check_trust_domain,
+    identity_from_spiffe_id,
+)
 from libs.runtime.log import get_logger
 from libs.runtime.pki import CertificateFiles, development_certificates
 
@@ -193,7 +198,7 @@ def peer_identity(context: grpc.aio.ServicerContext, trust_domain: str) -> Ident
     for name in names:
         text = name.decode("ascii", "replace") if isinstance(name, bytes) else str(name)
         if text.startswith("spiffe://"):
-            return _from_spiffe_id(text, trust_domain)
+            return identity_from_spiffe_id(text, trust_domain)
     return None
 
 
