@@ -16,9 +16,7 @@ JSON file per player and match), and :func:`check_proof` compares a proof with a
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -28,6 +26,7 @@ from typing import Final
 from skillclassics.rules.v1 import rules_pb2
 
 from libs.fairness import FAIRNESS_VERSION, Proof, UsedDraw, VerificationReport, verify
+from libs.runtime.private_files import write_private
 
 __all__ = [
     "FairnessBook",
@@ -179,21 +178,6 @@ class FairnessBook:
         path = self.path(player_id, record.match_id)
         write_private(path, record.to_json())
         return path
-
-
-def write_private(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` readable by its owner only, replacing it atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    partial = path.with_name(f".{path.name}.{os.getpid()}")
-    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(partial, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            partial.unlink()
-        raise
 
 
 def used_draws(

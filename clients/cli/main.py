@@ -48,7 +48,7 @@ from skillclassics.matchmaking.v1 import matchmaking_pb2 as mm
 from skillclassics.rules.v1 import rules_pb2
 
 from clients.bot import BotSettings, run_bot
-from clients.fairness import FairnessBook, FairnessCheck, write_private
+from clients.fairness import FairnessBook, FairnessCheck
 from clients.families import (
     FamilyClient,
     InputError,
@@ -73,6 +73,7 @@ from clients.player import (
 )
 from libs.fairness import FairnessError, Proof, UsedDraw, verify
 from libs.runtime import eventloop
+from libs.runtime.private_files import write_private
 
 __all__ = [
     "COMMANDS",
@@ -238,18 +239,7 @@ def token_file(env: Mapping[str, str]) -> Path:
 
 def _save_token(path: Path, token: str) -> None:
     """Write ``token`` to ``path`` readable by its owner only (mode 0600), replacing it atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    partial = path.with_name(f".{path.name}.{os.getpid()}")
-    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(token + "\n")
-        os.chmod(partial, 0o600)
-        os.replace(partial, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            partial.unlink()
-        raise
+    write_private(path, token + "\n")
 
 
 def dev_token(player: str, env: Mapping[str, str], ttl_s: int = LOGIN_TTL_S) -> str:

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from libs.runtime.config import ConfigError
+from libs.runtime.private_files import create_private
 
 
 def decode_key(name: str, text: str, *, length: int | None = None, min_length: int = 1) -> bytes:
@@ -34,11 +35,9 @@ def development_key(path: Path, length: int) -> bytes:
     """The key in ``path``; generated there (``length`` random bytes, base64, mode 0600) if absent."""
     if path.exists():
         return decode_key(str(path), path.read_text(), length=length)
-    path.parent.mkdir(parents=True, exist_ok=True)
     key = os.urandom(length)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(base64.b64encode(key).decode() + "\n")
+    if not create_private(path, base64.b64encode(key).decode() + "\n"):  # another process made it first
+        return decode_key(str(path), path.read_text(), length=length)
     return key
 
 

@@ -18,7 +18,6 @@ import contextlib
 import datetime
 import fcntl
 import ipaddress
-import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,12 +28,15 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from libs.runtime.identity import DEFAULT_TRUST_DOMAIN, Identity
+from libs.runtime.private_files import write_private
 
 CA_FILE = "ca.pem"
 CA_KEY_FILE = "ca.key"
 CA_DAYS = 3650
 LEAF_DAYS = 825
 _LOCK_FILE = ".lock"
+PUBLIC = 0o644
+"""The mode of certificates (keys are 0600)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,14 +168,14 @@ def ensure_development_pki(
             authority = Authority.load(directory)
         else:
             authority = Authority.create()
-            _write(directory / CA_KEY_FILE, _key_pem(authority.key), private=True)
-            _write(directory / CA_FILE, authority.certificate_pem)
+            write_private(directory / CA_KEY_FILE, _key_pem(authority.key))
+            write_private(directory / CA_FILE, authority.certificate_pem, mode=PUBLIC)
         for name, paths in files.items():
             if paths.certificate.exists() and paths.key.exists():
                 continue
             certificate, key = authority.issue(name, trust_domain=trust_domain)
-            _write(paths.key, key, private=True)
-            _write(paths.certificate, certificate)
+            write_private(paths.key, key)
+            write_private(paths.certificate, certificate, mode=PUBLIC)
     return files
 
 
@@ -190,15 +192,6 @@ def _locked(directory: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _write(path: Path, data: bytes, *, private: bool = False) -> None:
-    """Write ``path`` whole or not at all (a reader never sees half a file)."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600 if private else 0o644)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-    os.replace(temporary, path)
 
 
 def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:

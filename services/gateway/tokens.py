@@ -37,7 +37,6 @@ import math
 import os
 import re
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -51,6 +50,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 
 from libs.runtime.config import ConfigError, env_int
 from libs.runtime.log import get_logger
+from libs.runtime.private_files import create_private
 
 _log = get_logger(__name__)
 
@@ -667,27 +667,9 @@ def development_private_key(path: Path, *, create: bool = True) -> PrivateKey:
     if path.exists() or not create:
         return _read_private_key(path)
     key = ed25519.Ed25519PrivateKey.generate()
-    if not _create_private_file(path, SigningKey.of(key).pem()):
+    if not create_private(path, SigningKey.of(key).pem()):
         return _read_private_key(path)  # another process won
     return key
-
-
-def _create_private_file(path: Path, data: bytes) -> bool:
-    """Write ``data`` to a new file ``path``, mode 0600, whole or not at all; ``False`` if it exists."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")  # mode 0600
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        try:
-            os.link(temporary, path)  # atomic, and fails if the name is taken
-        except FileExistsError:
-            return False
-    finally:
-        os.unlink(temporary)
-    return True
 
 
 def write_development_key(data_dir: Path, key: SigningKey) -> None:
@@ -695,7 +677,7 @@ def write_development_key(data_dir: Path, key: SigningKey) -> None:
     starts: benchmarks and tests that mint tokens with a key they hold). ``FileExistsError`` if there
     is one already."""
     path = data_dir / DEV_KEY_FILE
-    if not _create_private_file(path, key.pem()):
+    if not create_private(path, key.pem()):
         raise FileExistsError(f"{path} exists")
 
 
