@@ -615,11 +615,6 @@ class TokenVerifier:
             raise TokenError(f"token expires more than {longest} s from now")
 
 
-def verify_token(verifier: TokenVerifier, token: str, now_s: int) -> Claims:
-    """The claims of ``token`` at ``now_s``: :meth:`TokenVerifier.verify`."""
-    return verifier.verify(token, now_s)
-
-
 # -- minting -----------------------------------------------------------------------------------------------
 
 

@@ -243,7 +243,6 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
             winner,
             aborted,
             self._mm.time.now_ms(),
-            same_result=lambda stored, _: rules_pb2.Result.FromString(stored) == result,
         )
         if recorded is None:
             return pb.ReportResultResponse(recorded=False)

@@ -17,7 +17,6 @@ the async driver; on PostgreSQL reads run on a pooled connection of their own.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -305,16 +304,15 @@ class MatchmakingStore:
         winner: int | None,
         aborted: bool,
         now_ms: int,
-        *,
-        same_result: Callable[[bytes, bytes], bool] = operator.eq,
     ) -> tuple[dict[str, Any], list[RatingChange]] | None:
         """Record the result of a match matchmaking made: close it, free both players and update both
         ratings, once. ``None`` when this very result was recorded before (a retry: nothing changes).
 
         :raises NotFound: matchmaking made no match ``match_id`` (it holds no record of it).
         :raises InvalidArgument: ``winner`` is not a seat of the match.
-        :raises FailedPrecondition: a different result was recorded before (``same_result(recorded,
-            result)`` is false); nothing changes.
+        :raises FailedPrecondition: a different result was recorded before; nothing changes. (Results are
+            serialized deterministically, and a result has no map field: the same result is the same
+            bytes.)
         """
 
         def work(conn: Connection) -> tuple[dict[str, Any], list[RatingChange]] | None:
@@ -331,7 +329,7 @@ class MatchmakingStore:
                     f"(seat 0: {players[0]}, seat 1: {players[1]})"
                 )
             if match["result"] is not None:
-                if same_result(bytes(match["result"]), result):
+                if bytes(match["result"]) == result:
                     return None  # a retry of the result recorded: answered, nothing changes
                 raise FailedPrecondition(
                     f"match {match_id}'s result is already recorded; a different result is refused "

@@ -28,7 +28,7 @@ from libs.runtime.config import ConfigError
 from services.gateway import tokens
 from services.gateway.limits import TokenBuckets
 from services.gateway.service import GatewayService
-from services.gateway.tokens import KeyRing, SigningKey, TokenError, TokenVerifier, mint_token, verify_token
+from services.gateway.tokens import KeyRing, SigningKey, TokenError, TokenVerifier, mint_token
 from services.matchmaking.service import MatchmakingService
 from services.rules_chess.service import chess_rules_service
 from tests.support import backend_channel, free_port, tls_settings
@@ -512,17 +512,17 @@ async def test_a_backend_that_is_down_is_unavailable_quickly(tmp_path: Path) -> 
 def test_tokens_round_trip_and_refuse_forgeries() -> None:
     verifier = TokenVerifier(KeyRing.of(KEY))
     token = mint_token(KEY, "alice", 60, 1_000)
-    claims = verify_token(verifier, token, 1_059)
+    claims = verifier.verify(token, 1_059)
     assert (claims.player_id, claims.expires_at, claims.issuer) == ("alice", 1_060, tokens.DEV_ISSUER)
-    assert verify_token(verifier, token, 1_060 + tokens.LEEWAY_S - 1).player_id == "alice"  # clock skew
+    assert verifier.verify(token, 1_060 + tokens.LEEWAY_S - 1).player_id == "alice"  # clock skew
     with pytest.raises(TokenError, match="expired"):
-        verify_token(verifier, token, 1_060 + tokens.LEEWAY_S)
+        verifier.verify(token, 1_060 + tokens.LEEWAY_S)
     with pytest.raises(TokenError, match="signature"):
-        verify_token(verifier, mint_token(forger(b"y"), "alice", 60, 1_000), 1_000)
+        verifier.verify(mint_token(forger(b"y"), "alice", 60, 1_000), 1_000)
     with pytest.raises(TokenError, match="malformed"):
-        verify_token(verifier, "garbage", 1_000)
+        verifier.verify("garbage", 1_000)
     with pytest.raises(TokenError, match="not one the gateway trusts"):
-        verify_token(verifier, mint_token(SigningKey.generate(), "alice", 60, 1_000), 1_000)
+        verifier.verify(mint_token(SigningKey.generate(), "alice", 60, 1_000), 1_000)
     with pytest.raises(ValueError, match="player_id"):
         mint_token(KEY, "bad player", 60, 1_000)
 
