@@ -32,26 +32,35 @@ async def serve(port: int) -> None:
     await server.wait_for_termination()
 
 
+async def timed_checks(
+    channel: grpc.aio.Channel, concurrency: int, seconds: float, warm_up: int = 200
+) -> tuple[list[float], float]:
+    """Health ``Check`` calls on ``channel``, ``concurrency`` in flight for ``seconds`` after ``warm_up``
+    calls (connection, code paths): each call's latency (ms, sorted) and the seconds they took."""
+    stub = health_pb2_grpc.HealthStub(channel)
+    request = health_pb2.HealthCheckRequest()
+    for _ in range(warm_up):
+        await stub.Check(request)
+    latencies: list[float] = []
+    stop_at = time.perf_counter() + seconds
+
+    async def caller() -> None:
+        while time.perf_counter() < stop_at:
+            started = time.perf_counter()
+            await stub.Check(request)
+            latencies.append((time.perf_counter() - started) * 1000)
+
+    began = time.perf_counter()
+    await asyncio.gather(*(caller() for _ in range(concurrency)))
+    elapsed = time.perf_counter() - began
+    latencies.sort()
+    return latencies, elapsed
+
+
 async def measure(address: str, concurrency: int = CONCURRENCY, seconds: float = SECONDS) -> dict[str, float]:
     """Calls per second and latency percentiles (ms) of health ``Check`` against ``address``."""
-    latencies: list[float] = []
     async with grpc.aio.insecure_channel(address) as channel:
-        stub = health_pb2_grpc.HealthStub(channel)
-        request = health_pb2.HealthCheckRequest()
-        for _ in range(200):  # warm up (connection, code paths)
-            await stub.Check(request)
-        stop_at = time.perf_counter() + seconds
-
-        async def caller() -> None:
-            while time.perf_counter() < stop_at:
-                started = time.perf_counter()
-                await stub.Check(request)
-                latencies.append((time.perf_counter() - started) * 1000)
-
-        began = time.perf_counter()
-        await asyncio.gather(*(caller() for _ in range(concurrency)))
-        elapsed = time.perf_counter() - began
-    latencies.sort()
+        latencies, elapsed = await timed_checks(channel, concurrency, seconds)
     return {
         "rate": len(latencies) / elapsed,
         "p50": percentile(latencies, 0.50),

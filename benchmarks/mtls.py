@@ -23,8 +23,9 @@ import time
 from pathlib import Path
 
 import grpc
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_health.v1 import health, health_pb2_grpc
 
+from benchmarks.grpc_baseline import timed_checks
 from benchmarks.support import percentile
 from clients.load.procstat import read_sample
 from libs.runtime.identity import Identity
@@ -52,26 +53,11 @@ async def serve(port: int, pki: str) -> None:
 
 
 async def measure(channel: grpc.aio.Channel, server_pid: int) -> dict[str, float]:
-    stub = health_pb2_grpc.HealthStub(channel)
-    request = health_pb2.HealthCheckRequest()
-    for _ in range(500):  # warm up: the connection (and its handshake) and the code paths
-        await stub.Check(request)
-    latencies: list[float] = []
-    stop_at = time.perf_counter() + SECONDS
-
-    async def caller() -> None:
-        while time.perf_counter() < stop_at:
-            started = time.perf_counter()
-            await stub.Check(request)
-            latencies.append((time.perf_counter() - started) * 1000)
-
-    server_before = _cpu(server_pid)
-    client_before = time.process_time()
-    began = time.perf_counter()
-    await asyncio.gather(*(caller() for _ in range(CONCURRENCY)))
-    elapsed = time.perf_counter() - began
+    """The rate, latency and CPU per call (both processes) of health ``Check`` calls on ``channel``."""
+    await timed_checks(channel, 1, 0.0, warm_up=500)  # the handshake and the code paths, not counted
+    server_before, client_before = _cpu(server_pid), time.process_time()
+    latencies, elapsed = await timed_checks(channel, CONCURRENCY, SECONDS, warm_up=0)
     cpu = (_cpu(server_pid) - server_before) + (time.process_time() - client_before)
-    latencies.sort()
     return {
         "rate": len(latencies) / elapsed,
         "p50": percentile(latencies, 0.50),
