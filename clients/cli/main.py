@@ -609,10 +609,7 @@ async def _play(
 ) -> int:
     """Play ``match_id``; ``wait_s``: how long it may take to appear (default: the session's wait for a
     match just paired)."""
-    try:
-        fam = family_of_match(match_id)
-    except UnknownFamily as error:
-        raise CommandError(str(error)) from None
+    fam = _family_of_match(match_id)
     if fam.uses_chance and session.player_id is None:
         await session.whoami()  # the fairness record is kept per player
     terminal = sys.stdin.isatty()
@@ -933,6 +930,14 @@ class InteractiveGame:
         self.screen.redraw()
 
 
+def _family_of_match(match_id: str) -> FamilyClient:
+    """The family a match id names; a usage error when it names none this command line plays."""
+    try:
+        return family_of_match(match_id)
+    except UnknownFamily as error:
+        raise CommandError(str(error)) from None
+
+
 def _register_watch(subparsers: SubParsers) -> None:
     parser = subparsers.add_parser("watch", help="follow a match as a spectator, printing each update")
     parser.add_argument("match_id", metavar="MATCH_ID")
@@ -944,10 +949,7 @@ def _register_watch(subparsers: SubParsers) -> None:
 
 
 async def _run_watch(args: argparse.Namespace) -> int:
-    try:
-        fam = family_of_match(args.match_id)
-    except UnknownFamily as error:
-        raise CommandError(str(error)) from None
+    fam = _family_of_match(args.match_id)
     async with _session(args) as session:
         info = await session.get_match(args.match_id, spectator=True)
         names = seat_names(info.seats)
@@ -1029,10 +1031,7 @@ def _register_proof(subparsers: SubParsers) -> None:
 
 
 async def _run_proof(args: argparse.Namespace) -> int:
-    try:
-        fam = family_of_match(args.match_id)
-    except UnknownFamily as error:
-        raise CommandError(str(error)) from None
+    fam = _family_of_match(args.match_id)
     if not fam.uses_chance:
         raise CommandError(f"{fam.name} uses no chance: match {args.match_id} has no fairness proof")
     async with _session(args) as session:
