@@ -16,6 +16,7 @@ import subprocess
 import sys
 from base64 import b64encode
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
@@ -193,3 +194,78 @@ def stream_calls_counted(service: str, method: str, call: str, code: str) -> flo
     (``skillclassics_stream_calls_handled_total``)."""
     labels = {"grpc_service": service, "grpc_method": method, "call": call, "grpc_code": code}
     return REGISTRY.get_sample_value("skillclassics_stream_calls_handled_total", labels) or 0.0
+
+
+@dataclass
+class Backends:
+    """Every backend of the platform in this event loop, wired as in production (mutual TLS on)."""
+
+    fairness: RunningServer
+    clock: RunningServer
+    chess: RunningServer
+    gin: RunningServer
+    matchmaking: RunningServer
+
+    def servers(self) -> list[RunningServer]:
+        """In start order."""
+        return [self.fairness, self.clock, self.chess, self.gin, self.matchmaking]
+
+    def gateway_env(self) -> dict[str, str]:
+        """Where a gateway finds them."""
+        return {
+            "MATCHMAKING_ADDRESS": self.matchmaking.address,
+            "RULES_CHESS_ADDRESSES": self.chess.address,
+            "RULES_GIN_ADDRESSES": self.gin.address,
+            "FAIRNESS_ADDRESS": self.fairness.address,
+        }
+
+    async def stop(self) -> None:
+        await stop_servers(self.servers())
+
+
+async def start_backends(folder: Path) -> Backends:
+    """Fairness, clock, the chess and gin rules shards and matchmaking, each on its own SQLite file in
+    ``folder``: the rules shards draw from fairness, arm timers on the clock and report to matchmaking,
+    which creates matches on them with fairness's commitments."""
+    from services.clock.service import ClockService
+    from services.matchmaking.service import MatchmakingService
+    from services.rules_chess.service import chess_rules_service
+    from services.rules_gin.service import gin_rules_service
+
+    def db(name: str) -> str:
+        return f"sqlite+aiosqlite:///{folder / f'{name}.db'}"
+
+    servers: list[RunningServer] = []
+    try:
+        fairness = await start_fairness(db("fairness"), folder)
+        servers.append(fairness)
+        clock = await start_in_process("clock", ClockService, db("clock"))
+        servers.append(clock)
+        mm_port = free_port()
+        rules_env = {
+            "MATCHMAKING_ADDRESS": f"127.0.0.1:{mm_port}",
+            "CLOCK_ADDRESS": clock.address,
+            "FAIRNESS_ADDRESS": fairness.address,
+        }
+        chess = await start_in_process("rules-chess", chess_rules_service, db("rules-chess"), rules_env)
+        servers.append(chess)
+        gin = await start_in_process("rules-gin", gin_rules_service, db("rules-gin"), rules_env)
+        servers.append(gin)
+        mm_env = {
+            "RULES_CHESS_ADDRESSES": chess.address,
+            "RULES_GIN_ADDRESSES": gin.address,
+            "FAIRNESS_ADDRESS": fairness.address,
+        }
+        matchmaking = await start_in_process(
+            "matchmaking", MatchmakingService, db("matchmaking"), mm_env, GRPC_PORT=str(mm_port)
+        )
+    except BaseException:
+        await stop_servers(servers)
+        raise
+    return Backends(fairness, clock, chess, gin, matchmaking)
+
+
+async def stop_servers(servers: list[RunningServer]) -> None:
+    """Stop ``servers`` in the reverse of their start order."""
+    for server in reversed(servers):
+        await server.stop(grace=0.5)

@@ -35,16 +35,9 @@ from clients.player import GatewayError, MatchStream, PlayerSession, RetryPolicy
 from libs.fairness import Proof
 from libs.runtime import RunningServer
 from libs.runtime.config import sqlite_url
-from services.clock.service import ClockService
-from services.fairness.service import FairnessService
 from services.gateway.service import GatewayService
-from services.matchmaking.service import MatchmakingService
-from services.rules_chess.service import chess_rules_service
-from services.rules_gin.service import gin_rules_service
-from tests.support import ROOT, backend_channel, free_port, start_in_process
+from tests.support import ROOT, backend_channel, free_port, start_backends, start_in_process
 
-KEY = bytes(range(32))
-KEY_B64 = base64.b64encode(KEY).decode()
 ENV: dict[str, str] = {}
 """The clients' environment: tokens are signed with the development key the gateway generated under its
 (default) ``DATA_DIR``, which :func:`development_token` reads too."""
@@ -79,42 +72,19 @@ class Stack:
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
 async def stack(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Stack]:
     tmp = tmp_path_factory.mktemp("clients-stack")
-
-    def db(name: str) -> str:
-        return sqlite_url(tmp / f"{name}.db")
-
-    servers: list[RunningServer] = []
-    fairness = await start_in_process(
-        "fairness", FairnessService, db("fairness"), {"FAIRNESS_SEED_KEY": KEY_B64}, DATA_DIR=str(tmp)
-    )
-    servers.append(fairness)
-    clock = await start_in_process("clock", ClockService, db("clock"))
-    servers.append(clock)
-    mm_port = free_port()
-    rules_env = {
-        "MATCHMAKING_ADDRESS": f"127.0.0.1:{mm_port}",
-        "CLOCK_ADDRESS": clock.address,
-        "FAIRNESS_ADDRESS": fairness.address,
-    }
-    rules = await start_in_process("rules-chess", chess_rules_service, db("rules-chess"), rules_env)
-    servers.append(rules)
-    gin = await start_in_process("rules-gin", gin_rules_service, db("rules-gin"), rules_env)
-    servers.append(gin)
-    mm_env = {
-        "RULES_CHESS_ADDRESSES": rules.address,
-        "RULES_GIN_ADDRESSES": gin.address,
-        "FAIRNESS_ADDRESS": fairness.address,
-    }
-    matchmaking = await start_in_process(
-        "matchmaking", MatchmakingService, db("matchmaking"), mm_env, GRPC_PORT=str(mm_port)
-    )
-    servers.append(matchmaking)
-    partial = Stack("", fairness.address, matchmaking.address, rules.address, tmp, gin.address)
-    gateway = await start_in_process("gateway", GatewayService, db("gateway"), partial.gateway_env(**FAST))
-    servers.append(gateway)
-    yield Stack(gateway.address, fairness.address, matchmaking.address, rules.address, tmp, gin.address)
-    for server in reversed(servers):
-        await server.stop(grace=0.5)
+    backends = await start_backends(tmp)
+    try:
+        addresses = (backends.fairness.address, backends.matchmaking.address, backends.chess.address, tmp)
+        partial = Stack("", *addresses, backends.gin.address)
+        gateway = await start_in_process(
+            "gateway", GatewayService, sqlite_url(tmp / "gateway.db"), partial.gateway_env(**FAST)
+        )
+        try:
+            yield Stack(gateway.address, *addresses, backends.gin.address)
+        finally:
+            await gateway.stop(grace=0.5)
+    finally:
+        await backends.stop()
 
 
 _LOG_LINE = re.compile(r'^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \[|\{")')

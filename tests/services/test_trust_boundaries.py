@@ -23,7 +23,6 @@ from prometheus_client import REGISTRY
 from skillclassics.clock.v1 import clock_pb2
 from skillclassics.fairness.v1 import fairness_pb2, fairness_pb2_grpc
 from skillclassics.gateway.v1 import gateway_pb2
-from skillclassics.gin.v1 import gin_pb2
 from skillclassics.matchmaking.v1 import matchmaking_pb2 as mm_pb
 from skillclassics.matchmaking.v1 import matchmaking_pb2_grpc
 from skillclassics.rules.v1 import rules_pb2, rules_pb2_grpc
@@ -32,11 +31,8 @@ from libs.runtime import RunningServer
 from libs.runtime.authz import ANYONE, POLICY, RULES, Rule
 from libs.runtime.config import sqlite_url
 from libs.runtime.pki import Authority
-from services.clock.service import ClockService
-from services.matchmaking.service import MatchmakingService
-from services.rules_chess.service import chess_rules_service
-from services.rules_gin.service import gin_rules_service
-from tests.support import backend_channel, free_port, start_fairness, start_in_process, tls_dir
+from tests.services.matchmaking.test_matchmaking_chance import gin_table
+from tests.support import Backends, backend_channel, start_backends, start_fairness, tls_dir
 
 BACKENDS = {
     "skillclassics.fairness.v1.FairnessService": "fairness",
@@ -52,56 +48,19 @@ MATCH = "gin.0.trustmatrix"
 REFUSED = (grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNAUTHENTICATED)
 
 
-@dataclass
-class Platform:
-    fairness: RunningServer
-    clock: RunningServer
-    chess: RunningServer
-    gin: RunningServer
-    matchmaking: RunningServer
-
-    def address(self, server: str) -> str:
-        running: RunningServer = getattr(self, server)
-        return running.address
-
-
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
-async def platform(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Platform]:
+async def platform(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Backends]:
     """Fairness, clock, matchmaking and the chess and gin rules shards, wired as in production."""
-    tmp = tmp_path_factory.mktemp("trust")
-
-    def db(name: str) -> str:
-        return sqlite_url(tmp / f"{name}.db")
-
-    servers: list[RunningServer] = []
+    backends = await start_backends(tmp_path_factory.mktemp("trust"))
     try:
-        fairness = await start_fairness(db("fairness"), tmp)
-        servers.append(fairness)
-        clock = await start_in_process("clock", ClockService, db("clock"))
-        servers.append(clock)
-        mm_port = free_port()
-        rules_env = {
-            "MATCHMAKING_ADDRESS": f"127.0.0.1:{mm_port}",
-            "CLOCK_ADDRESS": clock.address,
-            "FAIRNESS_ADDRESS": fairness.address,
-        }
-        chess = await start_in_process("rules-chess", chess_rules_service, db("rules-chess"), rules_env)
-        servers.append(chess)
-        gin = await start_in_process("rules-gin", gin_rules_service, db("rules-gin"), rules_env)
-        servers.append(gin)
-        mm_env = {
-            "RULES_CHESS_ADDRESSES": chess.address,
-            "RULES_GIN_ADDRESSES": gin.address,
-            "FAIRNESS_ADDRESS": fairness.address,
-        }
-        matchmaking = await start_in_process(
-            "matchmaking", MatchmakingService, db("matchmaking"), mm_env, GRPC_PORT=str(mm_port)
-        )
-        servers.append(matchmaking)
-        yield Platform(fairness, clock, chess, gin, matchmaking)
+        yield backends
     finally:
-        for server in reversed(servers):
-            await server.stop(grace=0.5)
+        await backends.stop()
+
+
+def address_of(platform: Backends, server: str) -> str:
+    running: RunningServer = getattr(platform, server)
+    return running.address
 
 
 # -- the matrix: every backend method, three callers ----------------------------------------------------
@@ -211,10 +170,10 @@ def test_every_method_of_every_service_has_exactly_one_rule() -> None:
 
 @pytest.mark.parametrize("method", backend_methods(), ids=lambda m: f"{m.service.split('.')[1]}.{m.name}")
 async def test_a_backend_method_needs_a_certificate_of_a_service_it_allows(
-    platform: Platform, method: Method
+    platform: Backends, method: Method
 ) -> None:
     rule = POLICY[method.path]
-    address = platform.address(BACKENDS[method.service])
+    address = address_of(platform, BACKENDS[method.service])
     right, wrong = allowed_caller(rule), refused_caller(rule)
 
     ca = (tls_dir() / "ca.pem").read_bytes()
@@ -241,7 +200,7 @@ async def test_a_backend_method_needs_a_certificate_of_a_service_it_allows(
 
 
 async def test_a_certificate_from_another_authority_cannot_connect(
-    platform: Platform, tmp_path: Path
+    platform: Backends, tmp_path: Path
 ) -> None:
     """A workload that made its own CA and a certificate naming itself "gateway" gets no connection."""
     forger = Authority.create("not the platform's CA")
@@ -260,7 +219,7 @@ async def test_a_certificate_from_another_authority_cannot_connect(
     assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
 
 
-async def test_a_client_refuses_a_server_that_is_not_the_service_it_called(platform: Platform) -> None:
+async def test_a_client_refuses_a_server_that_is_not_the_service_it_called(platform: Backends) -> None:
     """The gateway calling "fairness" at an address where rules-gin answers does not get through."""
     async with backend_channel(platform.gin.address, "gateway", service="fairness") as channel:
         with pytest.raises(grpc.aio.AioRpcError) as refused:
@@ -284,12 +243,12 @@ async def test_a_client_refuses_a_server_that_is_not_the_service_it_called(platf
     ],
 )
 async def test_only_the_shard_that_owns_a_match_may_act_on_it(
-    platform: Platform, caller: str, path: str, request_message: Any
+    platform: Backends, caller: str, path: str, request_message: Any
 ) -> None:
     request_message.match_id = MATCH
     server = "fairness" if "Fairness" in path else "matchmaking"
     before = refusals(RULES, "constraint")
-    async with backend_channel(platform.address(server), caller) as channel:
+    async with backend_channel(address_of(platform, server), caller) as channel:
         with pytest.raises(grpc.aio.AioRpcError) as refused:
             await channel.unary_unary(path, request_serializer=type(request_message).SerializeToString)(
                 request_message, timeout=3
@@ -299,7 +258,7 @@ async def test_only_the_shard_that_owns_a_match_may_act_on_it(
     assert refusals(RULES, "constraint") == before + 1
 
 
-async def test_a_shard_uses_only_its_own_timers(platform: Platform) -> None:
+async def test_a_shard_uses_only_its_own_timers(platform: Backends) -> None:
     async with backend_channel(platform.clock.address, "rules-chess-0") as channel:
         arm = channel.unary_unary(
             "/skillclassics.clock.v1.ClockService/Arm",
@@ -349,25 +308,12 @@ class LiveMatch:
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
-async def live_gin(platform: Platform) -> LiveMatch:
+async def live_gin(platform: Backends) -> LiveMatch:
     """A gin match made the real way: a table opened and joined through matchmaking (as the gateway)."""
     host, guest = f"ann-{uuid.uuid4().hex[:6]}", f"ben-{uuid.uuid4().hex[:6]}"
     async with backend_channel(platform.matchmaking.address, "gateway") as channel:
         mm = matchmaking_pb2_grpc.MatchmakingServiceStub(channel)
-        table = (
-            await mm.CreateTable(
-                mm_pb.CreateTableRequest(
-                    player_id=host,
-                    family="gin",
-                    options=rules_pb2.MatchOptions(gin=gin_pb2.GinOptions(variant=gin_pb2.VARIANT_STANDARD)),
-                    time_control=rules_pb2.TimeControl(base_ms=10 * 60_000, increment_ms=5_000),
-                    entry_fee_minor=250,
-                    currency="USD",
-                    visibility=mm_pb.VISIBILITY_PUBLIC,
-                    idempotency_key=uuid.uuid4().hex,
-                )
-            )
-        ).table
+        table = (await mm.CreateTable(gin_table(host))).table
         joined = (await mm.JoinTable(mm_pb.JoinTableRequest(player_id=guest, table_id=table.table_id))).table
     assert joined.match_id.startswith("gin.0.")
     return LiveMatch(joined.match_id, (host, guest))
@@ -388,7 +334,7 @@ async def refused_as(address: str, caller: str, path: str, request: Any) -> grpc
     return grpc.StatusCode.OK
 
 
-async def view_of(platform: Platform, match_id: str) -> rules_pb2.GetMatchResponse:
+async def view_of(platform: Backends, match_id: str) -> rules_pb2.GetMatchResponse:
     async with backend_channel(platform.gin.address, "gateway") as channel:
         stub = rules_pb2_grpc.RulesServiceStub(channel)
         reply: rules_pb2.GetMatchResponse = await stub.GetMatch(
@@ -399,7 +345,7 @@ async def view_of(platform: Platform, match_id: str) -> rules_pb2.GetMatchRespon
 
 @pytest.mark.parametrize("attacker", ATTACKERS)
 async def test_nobody_but_the_gateway_reads_a_hidden_hand_or_acts_for_a_seat(
-    platform: Platform, live_gin: LiveMatch, attacker: str
+    platform: Backends, live_gin: LiveMatch, attacker: str
 ) -> None:
     rules = "/skillclassics.rules.v1.RulesService/"
     hand = rules_pb2.GetMatchRequest(match_id=live_gin.match_id, seat=1)
@@ -422,7 +368,7 @@ async def test_nobody_but_the_gateway_reads_a_hidden_hand_or_acts_for_a_seat(
 
 @pytest.mark.parametrize("attacker", [*ATTACKERS, "gateway"])
 async def test_nobody_but_the_owning_shard_draws_finishes_or_reveals_a_live_stream(
-    platform: Platform, live_gin: LiveMatch, attacker: str
+    platform: Backends, live_gin: LiveMatch, attacker: str
 ) -> None:
     fairness = "/skillclassics.fairness.v1.FairnessService/"
     ahead = fairness_pb2.DrawRequest(
@@ -453,7 +399,7 @@ async def test_nobody_but_the_owning_shard_draws_finishes_or_reveals_a_live_stre
 
 @pytest.mark.parametrize("attacker", [*ATTACKERS, "gateway"])
 async def test_nobody_but_the_owning_shard_reports_a_result(
-    platform: Platform, live_gin: LiveMatch, attacker: str
+    platform: Backends, live_gin: LiveMatch, attacker: str
 ) -> None:
     forged = mm_pb.ReportResultRequest(
         match_id=live_gin.match_id,
@@ -475,7 +421,7 @@ async def test_nobody_but_the_owning_shard_reports_a_result(
 
 @pytest.mark.parametrize("attacker", ["fairness", "clock", "rules-gin-0", "matchmaking"])
 async def test_a_players_history_is_served_only_to_the_gateway_and_operators(
-    platform: Platform, live_gin: LiveMatch, attacker: str
+    platform: Backends, live_gin: LiveMatch, attacker: str
 ) -> None:
     request = mm_pb.GetMatchHistoryRequest(player_id=live_gin.players[1])
     path = "/skillclassics.matchmaking.v1.MatchmakingService/GetMatchHistory"

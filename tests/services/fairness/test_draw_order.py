@@ -22,36 +22,17 @@ from skillclassics.fairness.v1 import fairness_pb2 as pb
 from skillclassics.fairness.v1 import fairness_pb2_grpc
 from skillclassics.gin.v1 import gin_pb2
 from skillclassics.rules.v1 import rules_pb2, rules_pb2_grpc
-from sqlalchemy import select
 
 from libs.fairness import Proof, verify
-from libs.persistence import Database
-from libs.persistence.schema import fairness_client_seeds, fairness_commitments, fairness_draws
 from libs.runtime import RunningServer
 from services.rules_gin.service import gin_rules_service
 from tests.callers import RULES_CALLERS, Callers, fairness_callers
+from tests.services.fairness.test_fairness_service import stored_rows
 from tests.support import start_fairness, start_in_process
 
 Stub = fairness_pb2_grpc.FairnessServiceStub
 FAILED = grpc.StatusCode.FAILED_PRECONDITION
 DECK = 52
-CALLERS = fairness_callers("rules-gin-0")
-"""Each method called as its real caller: matchmaking commits, the gateway adds client seeds, and
-rules-gin-0, which owns every match here (``gin.0.*``), draws, finishes and reveals: the refusals below
-are the stream's own rules, which hold even for the rightful caller."""
-
-
-@pytest.fixture
-async def server(database_url: str, tmp_path: Path) -> AsyncIterator[RunningServer]:
-    running = await start_fairness(database_url, tmp_path)
-    yield running
-    await running.stop(grace=1)
-
-
-@pytest.fixture
-async def stub(server: RunningServer) -> AsyncIterator[Stub]:
-    async with Callers(server.address) as callers:
-        yield callers.stub(Stub, CALLERS)
 
 
 def shuffle(
@@ -83,20 +64,6 @@ async def refused(call: object, code: grpc.StatusCode, *reasons: str) -> str:
     return details
 
 
-async def stored(database_url: str, match_id: str) -> dict[str, list[tuple[object, ...]]]:
-    """Every row the database holds for ``match_id``, table by table."""
-    db = Database(database_url)
-    try:
-        async with db.connect() as conn:
-            rows: dict[str, list[tuple[object, ...]]] = {}
-            for table in (fairness_commitments, fairness_client_seeds, fairness_draws):
-                result = await conn.execute(select(table).where(table.c.match_id == match_id))
-                rows[table.name] = sorted(tuple(row) for row in result)
-            return rows
-    finally:
-        await db.dispose()
-
-
 async def streams(stub: Stub, match_id: str) -> dict[str, int]:
     """How many draws each stream of ``match_id`` has issued, as fairness tells anyone."""
     status = await stub.GetCommitment(pb.GetCommitmentRequest(match_id=match_id))
@@ -125,7 +92,7 @@ async def test_a_draw_ahead_of_the_stream_is_refused_and_never_reaches_the_proof
     await stub.Commit(pb.CommitRequest(match_id="gin.0.g", idempotency_key="k"))
     await stub.Draw(coin("gin.0.g", 0))
     dealt = (await stub.Draw(shuffle("gin.0.g", 0))).draw
-    before = await stored(database_url, "gin.0.g")
+    before = await stored_rows(database_url, "gin.0.g")
 
     # Someone asks for a later deal's shuffle before the game does: refused, naming the stream, the
     # index asked and the next index; nothing is recorded.
@@ -136,7 +103,7 @@ async def test_a_draw_ahead_of_the_stream_is_refused_and_never_reaches_the_proof
         f"draw {index}",
         "next index is 1",
     )
-    assert await stored(database_url, "gin.0.g") == before
+    assert await stored_rows(database_url, "gin.0.g") == before
     assert await streams(stub, "gin.0.g") == {"dealer": 1, "shuffle": 1}
 
     # The game's own next draw is issued now, for the first time: nobody saw it before.
@@ -152,9 +119,9 @@ async def test_a_draw_ahead_of_the_stream_is_refused_and_never_reaches_the_proof
 async def test_a_fresh_stream_starts_at_index_0(database_url: str, stub: Stub) -> None:
     await stub.Commit(pb.CommitRequest(match_id="gin.0.f", idempotency_key="k"))
     await stub.Draw(coin("gin.0.f", 0))
-    before = await stored(database_url, "gin.0.f")
+    before = await stored_rows(database_url, "gin.0.f")
     await refused(stub.Draw(shuffle("gin.0.f", 1)), FAILED, "stream shuffle", "draw 1", "next index is 0")
-    assert await stored(database_url, "gin.0.f") == before
+    assert await stored_rows(database_url, "gin.0.f") == before
     assert await streams(stub, "gin.0.f") == {"dealer": 1}  # the refused stream does not exist
     assert (await stub.Draw(shuffle("gin.0.f", 0))).draw.index == 0
     assert indices(await proof_of(stub, "gin.0.f")) == [("dealer", 0), ("shuffle", 0)]
@@ -164,9 +131,9 @@ async def test_a_match_that_has_not_drawn_yet_refuses_an_ahead_draw_and_still_ta
     database_url: str, stub: Stub
 ) -> None:
     await stub.Commit(pb.CommitRequest(match_id="gin.0.o", idempotency_key="k"))
-    before = await stored(database_url, "gin.0.o")
+    before = await stored_rows(database_url, "gin.0.o")
     await refused(stub.Draw(shuffle("gin.0.o", 3)), FAILED, "stream shuffle", "draw 3", "next index is 0")
-    assert await stored(database_url, "gin.0.o") == before
+    assert await stored_rows(database_url, "gin.0.o") == before
     status = await stub.GetCommitment(pb.GetCommitmentRequest(match_id="gin.0.o"))
     assert status.state == pb.MATCH_STATE_OPEN  # a refused draw does not fix the key
     await stub.AddClientSeed(
@@ -219,12 +186,12 @@ async def test_concurrent_next_and_ahead_draws_leave_no_gap(stub: Stub) -> None:
 async def test_a_retry_of_an_issued_index_returns_the_recorded_draw(database_url: str, stub: Stub) -> None:
     await stub.Commit(pb.CommitRequest(match_id="gin.0.r", idempotency_key="k"))
     first = [(await stub.Draw(shuffle("gin.0.r", i))).draw for i in range(3)]
-    before = await stored(database_url, "gin.0.r")
+    before = await stored_rows(database_url, "gin.0.r")
     for draw in first:
         again = await stub.Draw(shuffle("gin.0.r", draw.index))
         assert not again.newly_issued
         assert again.draw == first[draw.index]  # the same values and the same issue time
-    assert await stored(database_url, "gin.0.r") == before
+    assert await stored_rows(database_url, "gin.0.r") == before
 
     # The same index with another spec is refused and changes nothing.
     await refused(
@@ -233,7 +200,7 @@ async def test_a_retry_of_an_issued_index_returns_the_recorded_draw(database_url
     await refused(
         stub.Draw(coin("gin.0.r", 0, stream="shuffle")), FAILED, "was issued as shuffle", "not coin"
     )
-    assert await stored(database_url, "gin.0.r") == before
+    assert await stored_rows(database_url, "gin.0.r") == before
 
     # The next draw is still the next index: the retries took no index.
     assert (await stub.Draw(shuffle("gin.0.r"))).draw.index == 3
@@ -249,10 +216,10 @@ async def test_no_draw_after_the_finish(database_url: str, stub: Stub) -> None:
     await stub.Commit(pb.CommitRequest(match_id="gin.0.e", idempotency_key="k"))
     await stub.Draw(shuffle("gin.0.e", 0))
     await stub.Finish(pb.FinishRequest(match_id="gin.0.e"))
-    before = await stored(database_url, "gin.0.e")
+    before = await stored_rows(database_url, "gin.0.e")
     for request in (shuffle("gin.0.e"), shuffle("gin.0.e", 1), shuffle("gin.0.e", 4), coin("gin.0.e", 0)):
         await refused(stub.Draw(request), FAILED, "match gin.0.e is finished; no more draws")
-    assert await stored(database_url, "gin.0.e") == before
+    assert await stored_rows(database_url, "gin.0.e") == before
     assert indices(await proof_of(stub, "gin.0.e")) == [("shuffle", 0)]
 
 
@@ -260,7 +227,7 @@ async def test_no_client_seed_after_the_first_draw_or_the_finish(database_url: s
     await stub.Commit(pb.CommitRequest(match_id="gin.0.s", idempotency_key="k"))
     await stub.AddClientSeed(pb.AddClientSeedRequest(match_id="gin.0.s", seat=0, client_seed=b"early"))
     await stub.Draw(coin("gin.0.s", 0))
-    before = await stored(database_url, "gin.0.s")
+    before = await stored_rows(database_url, "gin.0.s")
     await refused(
         stub.AddClientSeed(pb.AddClientSeedRequest(match_id="gin.0.s", seat=1, client_seed=b"late")),
         FAILED,
@@ -271,7 +238,7 @@ async def test_no_client_seed_after_the_first_draw_or_the_finish(database_url: s
         pb.AddClientSeedRequest(match_id="gin.0.s", seat=0, client_seed=b"early")
     )
     assert [(c.seat, c.seed) for c in again.client_seeds] == [(0, b"early")]
-    assert await stored(database_url, "gin.0.s") == before
+    assert await stored_rows(database_url, "gin.0.s") == before
     await stub.Finish(pb.FinishRequest(match_id="gin.0.s"))
     await refused(
         stub.AddClientSeed(pb.AddClientSeedRequest(match_id="gin.0.s", seat=1, client_seed=b"later")),
@@ -330,7 +297,7 @@ async def test_the_next_deals_cannot_be_drawn_ahead_of_a_gin_match(gin: GinStack
         Callers(gin.fairness.address) as fairness_channels,
         Callers(gin.rules.address) as rules_channels,
     ):
-        fairness = fairness_channels.stub(Stub, CALLERS)
+        fairness = fairness_channels.stub(Stub, fairness_callers("rules-gin-0"))
         rules = rules_channels.stub(rules_pb2_grpc.RulesServiceStub, RULES_CALLERS)
         commitment = await fairness.Commit(pb.CommitRequest(match_id=match_id, idempotency_key=match_id))
         await rules.CreateMatch(

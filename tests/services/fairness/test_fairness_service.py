@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 import hashlib
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, cast
 
@@ -23,10 +21,9 @@ from libs.runtime import RunningServer
 from services.fairness.service import FairnessService
 from services.fairness.store import FairnessStore
 from tests.callers import Callers, fairness_callers
-from tests.support import ServiceProcess, start_in_process
+from tests.support import FAIRNESS_TEST_SEED_KEY, ServiceProcess, start_fairness
 
 ROOT = Path(__file__).resolve().parents[3]
-SEED_KEY = base64.b64encode(bytes(range(32))).decode()
 
 Stub = fairness_pb2_grpc.FairnessServiceStub
 CALLERS = fairness_callers("rules-gin-0")
@@ -34,30 +31,12 @@ CALLERS = fairness_callers("rules-gin-0")
 rules-gin-0 draws, finishes and reveals, for it owns the matches these tests name (``gin.0.*``)."""
 
 
-async def _start(url: str, data_dir: Path) -> RunningServer:
-    keys = {"FAIRNESS_SEED_KEY": SEED_KEY}
-    return await start_in_process("fairness", FairnessService, url, keys, DATA_DIR=str(data_dir))
-
-
-@pytest.fixture
-async def server(database_url: str, tmp_path: Path) -> AsyncIterator[RunningServer]:
-    running = await _start(database_url, tmp_path)
-    yield running
-    await running.stop(grace=1)
-
-
-@pytest.fixture
-async def stub(server: RunningServer) -> AsyncIterator[Stub]:
-    async with Callers(server.address) as callers:
-        yield callers.stub(Stub, CALLERS)
-
-
 async def _status(stub: Stub, match_id: str) -> pb.GetCommitmentResponse:
     reply: pb.GetCommitmentResponse = await stub.GetCommitment(pb.GetCommitmentRequest(match_id=match_id))
     return reply
 
 
-async def _stored(database_url: str, match_id: str) -> dict[str, list[tuple[object, ...]]]:
+async def stored_rows(database_url: str, match_id: str) -> dict[str, list[tuple[object, ...]]]:
     """Every stored row of ``match_id``, table by table, read straight from the database."""
     db = Database(database_url)
     try:
@@ -98,7 +77,7 @@ async def test_commit_is_idempotent_per_key_and_unique_per_match(database_url: s
     int(first.commitment, 16)
     again = await stub.Commit(pb.CommitRequest(match_id="gin.0.m-1", idempotency_key="k-1"))
     assert again == first
-    stored = await _stored(database_url, "gin.0.m-1")
+    stored = await stored_rows(database_url, "gin.0.m-1")
     status = await _status(stub, "gin.0.m-1")
     await _refused(
         stub.Commit(pb.CommitRequest(match_id="gin.0.m-1", idempotency_key="k-2")),
@@ -106,7 +85,7 @@ async def test_commit_is_idempotent_per_key_and_unique_per_match(database_url: s
         "already has a commitment",
     )
     # The refused second commitment changed nothing: not the commitment, its seed, nor its idempotency key.
-    assert await _stored(database_url, "gin.0.m-1") == stored
+    assert await stored_rows(database_url, "gin.0.m-1") == stored
     assert await _status(stub, "gin.0.m-1") == status
     assert status.commitment == first.commitment
     assert status.committed_at_ms == first.committed_at_ms
@@ -208,7 +187,7 @@ async def test_client_seeds_only_before_the_first_draw_and_once_per_seat(
         "seat 0",
     )
     drawn = [(await stub.Draw(dice("gin.0.s"))).draw, (await stub.Draw(dice("gin.0.s", stream="other"))).draw]
-    stored = await _stored(database_url, "gin.0.s")
+    stored = await stored_rows(database_url, "gin.0.s")
     for seat, seed in ((1, b"late"), (0, b"xyz")):
         await _refused(
             stub.AddClientSeed(pb.AddClientSeedRequest(match_id="gin.0.s", seat=seat, client_seed=seed)),
@@ -216,7 +195,7 @@ async def test_client_seeds_only_before_the_first_draw_and_once_per_seat(
             "before the first draw",
         )
     # Neither the seeds nor the recorded draws changed: in the database and as revealed.
-    assert await _stored(database_url, "gin.0.s") == stored
+    assert await stored_rows(database_url, "gin.0.s") == stored
     status = await _status(stub, "gin.0.s")
     assert [(c.seat, c.seed) for c in status.client_seeds] == [(0, b"abc")]
     revealed = await _revealed(stub, "gin.0.s")
@@ -300,7 +279,7 @@ async def test_bad_input_is_refused_clearly_and_changes_nothing(
     await stub.Commit(pb.CommitRequest(match_id="gin.0.b", idempotency_key="k"))
     drawn = (await stub.Draw(dice("gin.0.b"))).draw
     before = await _status(stub, "gin.0.b")
-    stored = await _stored(database_url, "gin.0.b")
+    stored = await stored_rows(database_url, "gin.0.b")
     method = {
         pb.DrawRequest: stub.Draw,
         pb.AddClientSeedRequest: stub.AddClientSeed,
@@ -310,7 +289,7 @@ async def test_bad_input_is_refused_clearly_and_changes_nothing(
     }[type(request_)]
     await _refused(method(request_), grpc.StatusCode[code], reason)
     # Read back: the rows, the public state and, once revealed, the draws are as before the refusal.
-    assert await _stored(database_url, "gin.0.b") == stored
+    assert await stored_rows(database_url, "gin.0.b") == stored
     assert await _status(stub, "gin.0.b") == before
     revealed = await _revealed(stub, "gin.0.b")
     assert list(revealed.draws) == [drawn]
@@ -318,14 +297,14 @@ async def test_bad_input_is_refused_clearly_and_changes_nothing(
 
 
 async def test_a_restart_loses_no_commitment_or_draw(database_url: str, tmp_path: Path) -> None:
-    first = await _start(database_url, tmp_path)
+    first = await start_fairness(database_url, tmp_path)
     async with Callers(first.address) as callers:
         stub = callers.stub(Stub, CALLERS)
         made = await stub.Commit(pb.CommitRequest(match_id="gin.0.r", idempotency_key="k"))
         before = [(await stub.Draw(dice("gin.0.r"))).draw for _ in range(3)]
     await first.stop(grace=1)
 
-    second = await _start(database_url, tmp_path)
+    second = await start_fairness(database_url, tmp_path)
     try:
         async with Callers(second.address) as callers:
             stub = callers.stub(Stub, CALLERS)
@@ -356,7 +335,7 @@ async def test_kill_9_and_restart_keeps_every_draw(tmp_path: Path) -> None:
 
 
 async def _kill_and_restart(tmp_path: Path) -> None:
-    env = {"DATA_DIR": str(tmp_path), "FAIRNESS_SEED_KEY": SEED_KEY, "DATABASE_URL": ""}
+    env = {"DATA_DIR": str(tmp_path), "FAIRNESS_SEED_KEY": FAIRNESS_TEST_SEED_KEY, "DATABASE_URL": ""}
     async with ServiceProcess("services.fairness", env) as service:
         async with Callers(service.address) as callers:
             stub = callers.stub(Stub, CALLERS)
@@ -391,7 +370,7 @@ async def test_concurrent_calls_share_commits_and_each_is_durable_when_answered(
     assert committer.units - before_units == 40
     assert committer.batches - before_batches < 40
     for match_id in matches:
-        stored = (await _stored(database_url, match_id))["fairness_draws"]
+        stored = (await stored_rows(database_url, match_id))["fairness_draws"]
         answered = sorted(
             (r.draw.index, list(r.draw.values))
             for r, m in zip(replies, [m for m in matches for _ in range(5)], strict=True)
@@ -434,7 +413,7 @@ async def test_a_refused_call_fails_alone_in_a_shared_commit(stub: Stub, databas
     ok = await _status(stub, "gin.0.ok")
     assert [(s.stream, s.draws_issued) for s in ok.streams] == [("dice", 2)]
     assert [(s.seat, s.seed) for s in (await _status(stub, "gin.0.seeded")).client_seeds] == [(0, b"seed-0")]
-    stored = await _stored(database_url, "gin.0.drawn")
+    stored = await stored_rows(database_url, "gin.0.drawn")
     assert stored["fairness_client_seeds"] == []
     assert len(stored["fairness_draws"]) == 1
 
@@ -453,7 +432,7 @@ async def test_a_call_after_the_store_closed_is_unavailable_and_changes_nothing(
     ]
     for call in calls:
         await _refused(call, grpc.StatusCode.UNAVAILABLE, "shutting down")
-    assert (await _stored(database_url, "gin.0.late"))["fairness_commitments"] == []
-    kept = await _stored(database_url, "gin.0.kept")
+    assert (await stored_rows(database_url, "gin.0.late"))["fairness_commitments"] == []
+    kept = await stored_rows(database_url, "gin.0.kept")
     assert kept["fairness_draws"] == []
     assert [row[6] for row in kept["fairness_commitments"]] == ["open"]  # state; not finished

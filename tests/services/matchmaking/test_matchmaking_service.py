@@ -516,11 +516,6 @@ async def test_shorter_match_windows_reach_the_rules_service_and_production_refu
 
 
 async def test_a_result_matchmaking_never_made_is_delivered_once_and_not_retried(platform: Platform) -> None:
-    from sqlalchemy import select
-
-    from libs.persistence import Database
-    from libs.persistence.schema import match_results
-
     match_id = f"chess.0.{uuid.uuid4().hex[:12]}"  # created directly on the rules service: unknown here
     async with backend_channel(platform.rules.address, "matchmaking") as channel:  # who creates matches
         await rules_pb2_grpc.RulesServiceStub(channel).CreateMatch(
@@ -540,16 +535,28 @@ async def test_a_result_matchmaking_never_made_is_delivered_once_and_not_retried
             match_id=match_id, seat=0, idempotency_key="r", action=rules_pb2.Action(resign=rules_pb2.Resign())
         )
     )
-    db = Database(platform.database_url)
+    reported = await result_reported_at(platform.database_url, match_id, within_s=5)
+    assert reported is not None, "the outbox kept retrying a result matchmaking can never take"
+
+
+async def result_reported_at(database_url: str, match_id: str, *, within_s: float) -> int | None:
+    """When the rules shard's outbox had its result of ``match_id`` answered (its row marked reported),
+    waiting up to ``within_s``; ``None`` if it was not by then."""
+    from sqlalchemy import select
+
+    from libs.persistence import Database
+    from libs.persistence.schema import match_results
+
+    db = Database(database_url)
     try:
-        for _ in range(100):
+        deadline = asyncio.get_running_loop().time() + within_s
+        while True:
             async with db.connect() as conn:
-                reported = await conn.scalar(
+                reported: int | None = await conn.scalar(
                     select(match_results.c.reported_at_ms).where(match_results.c.match_id == match_id)
                 )
-            if reported is not None:
-                break
+            if reported is not None or asyncio.get_running_loop().time() > deadline:
+                return reported
             await asyncio.sleep(0.05)
-        assert reported is not None, "the outbox kept retrying a result matchmaking can never take"
     finally:
         await db.dispose()

@@ -19,10 +19,7 @@ import grpc
 import pytest
 from skillclassics.matchmaking.v1 import matchmaking_pb2 as pb
 from skillclassics.rules.v1 import rules_pb2
-from sqlalchemy import select
 
-from libs.persistence import Database
-from libs.persistence.schema import match_results
 from tests.services.matchmaking.test_matchmaking_service import (
     FAILED,
     INVALID,
@@ -30,6 +27,7 @@ from tests.services.matchmaking.test_matchmaking_service import (
     fools_mate,
     rated_games,
     refused,
+    result_reported_at,
     running_platform,
     table_request,
 )
@@ -224,19 +222,8 @@ async def test_the_rules_shards_outbox_delivers_once_and_a_forgery_after_it_is_r
     is answered); a different report afterwards is refused and changes nothing."""
     match_id = await fools_mate(platform, "loser", "winner")
     await rated_games(platform.mm, "winner", 1)
-    db = Database(platform.database_url)
-    try:
-        async with asyncio.timeout(10):  # the outbox got its answer: the row is marked reported
-            while True:
-                async with db.connect() as conn:
-                    reported = await conn.scalar(
-                        select(match_results.c.reported_at_ms).where(match_results.c.match_id == match_id)
-                    )
-                if reported is not None:
-                    break
-                await asyncio.sleep(0.05)
-    finally:
-        await db.dispose()
+    # the outbox got its answer: the row is marked reported
+    assert await result_reported_at(platform.database_url, match_id, within_s=10) is not None
     before = await ratings(platform, "loser", "winner")
     assert before == [("loser", [("chess", 1480, 1)], 1), ("winner", [("chess", 1520, 1)], 1)]
 
