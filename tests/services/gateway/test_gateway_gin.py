@@ -15,6 +15,7 @@ from skillclassics.chess.v1 import chess_pb2
 from skillclassics.gateway.v1 import gateway_pb2 as pb
 from skillclassics.gateway.v1 import gateway_pb2_grpc
 from skillclassics.gin.v1 import gin_pb2
+from skillclassics.matchmaking.v1 import matchmaking_pb2 as mm_pb
 from skillclassics.rules.v1 import rules_pb2
 
 from libs.fairness import Proof, UsedDraw, verify
@@ -86,15 +87,24 @@ async def platform(database_url: str, tmp_path: Path) -> AsyncIterator[Platform]
         await server.stop(grace=0.5)
 
 
+async def sit_down(
+    gw: gateway_pb2_grpc.GatewayServiceStub, table: pb.CreateTableRequest, host: Metadata, guest: Metadata
+) -> mm_pb.MatchReady:
+    """``host`` opens ``table`` (listening to the lobby first, so the news cannot be missed) and ``guest``
+    joins it: what the lobby tells ``host`` of the match made."""
+    lobby = gw.WatchLobby(pb.WatchLobbyRequest(), metadata=host)
+    await next_lobby(lobby, "subscribed")
+    opened = (await gw.CreateTable(table, metadata=host)).table
+    await gw.JoinTable(pb.JoinTableRequest(table_id=opened.table_id), metadata=guest)
+    ready: mm_pb.MatchReady = (await next_lobby(lobby, "match_ready")).match_ready
+    lobby.cancel()
+    return ready
+
+
 async def test_a_gin_match_through_the_gateway_ends_with_a_verifiable_proof(platform: Platform) -> None:
     gw = platform.gateway
     ann, ben = bearer("gin-ann"), bearer("gin-ben")
-    lobby = gw.WatchLobby(pb.WatchLobbyRequest(), metadata=ann)
-    await next_lobby(lobby, "subscribed")
-    table = (await gw.CreateTable(GIN_TABLE, metadata=ann)).table
-    await gw.JoinTable(pb.JoinTableRequest(table_id=table.table_id), metadata=ben)
-    ready = (await next_lobby(lobby, "match_ready")).match_ready
-    lobby.cancel()
+    ready = await sit_down(gw, GIN_TABLE, ann, ben)
     match_id = ready.match_id
     assert match_id.startswith("gin.0.")
     history = (await gw.GetMatchHistory(pb.GetMatchHistoryRequest(family="gin"), metadata=ann)).matches
@@ -344,12 +354,7 @@ async def test_a_chess_match_announces_no_commitment_where_a_gin_match_does(plat
     announced: dict[str, tuple[str, int, str, int, str, int]] = {}
     for request in (chess_table, gin_table):  # a player plays one match at a time: two pairs of players
         ann, ben = bearer(f"pin-{request.family}-ann"), bearer(f"pin-{request.family}-ben")
-        lobby = gw.WatchLobby(pb.WatchLobbyRequest(), metadata=ann)
-        await next_lobby(lobby, "subscribed")
-        table = (await gw.CreateTable(request, metadata=ann)).table
-        await gw.JoinTable(pb.JoinTableRequest(table_id=table.table_id), metadata=ben)
-        ready = (await next_lobby(lobby, "match_ready")).match_ready
-        lobby.cancel()
+        ready = await sit_down(gw, request, ann, ben)
         assert ready.match_id.startswith(f"{request.family}.")
         watched = gw.WatchMatch(pb.WatchMatchRequest(match_id=ready.match_id), metadata=ann)
         first = await first_update(watched)
