@@ -20,7 +20,6 @@ from tests.conftest import BACKENDS, create_postgres_database, drop_postgres_dat
 from tests.fullstack.helpers import Platform
 from tests.support import backend_channel
 
-TOKEN_KEY = bytes(range(7, 39))
 CORE_SERVICES = {"fairness", "clock", "rules-chess", "matchmaking", "gateway"}
 
 
@@ -68,7 +67,6 @@ async def platform(
                     stack,
                     backend,
                     database_url,
-                    TOKEN_KEY,
                     gateway_pb2_grpc.GatewayServiceStub(gateway),
                     rules_pb2_grpc.RulesServiceStub(rules),
                 )

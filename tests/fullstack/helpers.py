@@ -47,8 +47,6 @@ class Platform:
     """``sqlite`` or ``postgresql``."""
     shared_database_url: str
     """The one database every service uses on PostgreSQL; empty on SQLite (a file per service)."""
-    key: bytes
-    """Unused since tokens are JWTs (the gateway trusts :attr:`signing_key`'s public key)."""
     gateway: gateway_pb2_grpc.GatewayServiceStub
     rules: rules_pb2_grpc.RulesServiceStub
     """rules-chess itself, for what no client can do: creating a match with a short disconnect window."""
