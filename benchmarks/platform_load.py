@@ -75,6 +75,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+import grpc
 from skillclassics.clock.v1 import clock_pb2, clock_pb2_grpc
 from skillclassics.rules.v1 import rules_pb2
 
@@ -555,7 +556,10 @@ async def probe(address: str, owner: str, timers: int, spread_ms: int, lead_ms: 
     deadlines spread evenly over ``spread_ms`` starting ``lead_ms`` from now; watch and acknowledge
     them. Returns each one's lateness at the watcher and as the service reported it (ms), and how many
     were armed only after their deadline."""
-    async with backend_channel(address, owner, "clock") as channel:  # mutual TLS as the owner itself
+    # Mutual TLS as the owner itself, as the stack runs (plaintext when BENCH_TLS_MODE says so).
+    plaintext = os.environ.get("BENCH_TLS_MODE", "").strip().lower() == "plaintext"
+    channel = grpc.aio.insecure_channel(address) if plaintext else backend_channel(address, owner, "clock")
+    async with channel:
         stub = clock_pb2_grpc.ClockServiceStub(channel)
         await stub.Now(clock_pb2.NowRequest())
         call = stub.WatchExpirations(clock_pb2.WatchExpirationsRequest(owner=owner))
