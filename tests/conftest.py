@@ -12,13 +12,14 @@ import asyncio
 import os
 import sys
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 from sqlalchemy.engine import make_url
 
 from libs.persistence.migrate import migrate
 from libs.runtime.config import sqlite_url
+from tools.pgcluster import PrivatePostgres
 
 DEFAULT_POSTGRES_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/postgres"
 BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
@@ -96,6 +97,17 @@ async def create_postgres_database(prefix: str) -> tuple[str, str]:
 
 async def drop_postgres_database(name: str) -> None:
     await _admin_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def private_postgres() -> Iterator[PrivatePostgres]:
+    """A PostgreSQL server of the test's own (tools.pgcluster), which the test may stop, crash and restart:
+    never the shared server. Marked postgres by the test that uses it."""
+    cluster = PrivatePostgres.create()
+    try:
+        yield cluster
+    finally:
+        cluster.remove()
 
 
 @pytest.fixture
