@@ -22,8 +22,17 @@ seated player that carries both the updates and the actions' answers)::
 
 Failures are :class:`GatewayError` (the gRPC code and the gateway's reason). Calls refused by the
 gateway's rate limit are retried after the wait it names; calls that are safe to repeat (reads, and
-actions, whose idempotency key makes a retry return the original answer) are also retried briefly when
-the gateway is unavailable.
+actions and table creation, whose idempotency key makes a retry return the original answer) are also
+retried when the gateway or a service behind it is unavailable: after the wait the refusal asks for when
+it gives one (``retry-after-ms``, a ``google.rpc.RetryInfo`` detail, or "retry in N ms" in its reason: a
+database restarting behind the gateway) for up to :attr:`RetryPolicy.unavailable_wait_s` in all,
+otherwise a few times with a growing delay (:attr:`RetryPolicy.unavailable_attempts`). Joining or
+leaving a table and entering the queue are not repeated (a repeat is not known to be harmless).
+
+A :class:`GatewayError` says what really failed: ``reached`` tells a gateway that answered (every answer
+of the gateway carries its request id) from one that could not be reached ("cannot reach the gateway at
+..."), and a gateway's ``UNAVAILABLE`` keeps its reason, which names the service behind it that is down
+(``backend``: ``matchmaking``, ``fairness``, ``rules-chess shard 0``) and why.
 """
 
 from __future__ import annotations
@@ -40,6 +49,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Self, TypeVar
 
+import google.rpc.error_details_pb2 as error_details_pb2
+import google.rpc.status_pb2 as status_pb2
 import grpc
 from skillclassics.gateway.v1 import gateway_pb2 as gw
 from skillclassics.gateway.v1 import gateway_pb2_grpc
@@ -105,23 +116,107 @@ def development_token(player_id: str, env: Mapping[str, str], ttl_s: int = 24 * 
 
 
 class GatewayError(Exception):
-    """A call the gateway (or a service behind it) refused or could not answer: the code and reason."""
+    """A call the gateway (or a service behind it) refused or could not answer: the code and reason.
 
-    def __init__(self, code: grpc.StatusCode, details: str) -> None:
+    ``reached``: whether the gateway answered (``False``: it could not be reached, or the connection to
+    it broke). ``retry_after_s``: the wait the refusal asked for before a retry (``None``: it named
+    none). ``backend``: the service behind the gateway an ``UNAVAILABLE`` refusal names as down."""
+
+    def __init__(
+        self,
+        code: grpc.StatusCode,
+        details: str,
+        *,
+        retry_after_s: float | None = None,
+        reached: bool = True,
+    ) -> None:
         super().__init__(f"{code.name}: {details}")
         self.code = code
         self.details = details
+        self.reached = reached
+        if retry_after_s is None and code in _WAITABLE:
+            # A refusal inside a stream has no metadata: its wait is in its words.
+            found = _RETRY_IN.search(details)
+            retry_after_s = int(found[1]) / 1000 if found else None
+        self.retry_after_s = retry_after_s
+        named = _BACKEND.match(details) if code == grpc.StatusCode.UNAVAILABLE and reached else None
+        self.backend: str | None = named[1] if named else None
 
     @classmethod
     def from_rpc(cls, error: grpc.aio.AioRpcError, address: str = "") -> GatewayError:
         code: grpc.StatusCode = error.code()
         details: str = error.details() or code.name
-        if code == grpc.StatusCode.UNAVAILABLE and "failed to connect" in details.lower():
-            where = f" at {address}" if address else ""
-            details = f"cannot reach the gateway{where} (is the stack running? `make run`)"
+        trailers = _trailers(error)
+        reached = REQUEST_ID_METADATA in trailers  # every answer of the gateway carries its request id
+        where = f" at {address}" if address else ""
+        if code == grpc.StatusCode.UNAVAILABLE and not reached:
+            if _unreachable(details):
+                details = f"cannot reach the gateway{where} (is the stack running? `make run`)"
+            else:
+                details = f"lost the connection to the gateway{where} ({details})"
         elif code == grpc.StatusCode.DEADLINE_EXCEEDED:
             details = f"the gateway did not answer in time ({details})"
-        return cls(code, details)
+        wait_ms = _retry_after_ms(trailers)
+        retry_after_s = None if wait_ms is None else wait_ms / 1000
+        return cls(code, details, retry_after_s=retry_after_s, reached=reached)
+
+
+REQUEST_ID_METADATA: Final = "x-request-id"
+"""The trailing metadata every answer of the gateway (and of every service) carries."""
+RETRY_AFTER_METADATA: Final = "retry-after-ms"
+"""A refusal's retry guidance in its trailing metadata: the wait in milliseconds (docs/gateway.md)."""
+_STATUS_DETAILS: Final = "grpc-status-details-bin"
+_MAX_RETRY_AFTER_MS: Final = 3_600_000
+_WAITABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED)
+_BACKEND = re.compile(r"([\w.-]+(?: shard \d+)?) (?:is unavailable|did not answer in time|is not configured)")
+"""How the gateway names the service behind it that is down: "matchmaking is unavailable: ...",
+"rules-chess shard 0 did not answer in time", "fairness is not configured (...)"."""
+_UNREACHABLE = (
+    "failed to connect",
+    "connection refused",
+    "dns resolution failed",
+    "name resolution",
+    "no route to host",
+    "network is unreachable",
+    "connect failed",
+)
+"""What gRPC's own UNAVAILABLE says when no connection to the gateway could be made."""
+
+
+def _unreachable(details: str) -> bool:
+    lowered = details.lower()
+    return any(words in lowered for words in _UNREACHABLE)
+
+
+def _trailers(error: grpc.aio.AioRpcError) -> dict[str, str | bytes]:
+    try:
+        return {key: value for key, value in error.trailing_metadata() or ()}
+    except Exception:  # an error made by hand (tests) or without metadata
+        return {}
+
+
+def _retry_after_ms(trailers: Mapping[str, str | bytes]) -> int | None:
+    """The wait a refusal's trailing metadata asks for: ``retry-after-ms``, else a ``RetryInfo``."""
+    text = trailers.get(RETRY_AFTER_METADATA)
+    if isinstance(text, bytes):
+        text = text.decode("ascii", "replace")
+    if text is not None and text.isdigit():
+        return min(int(text), _MAX_RETRY_AFTER_MS)
+    status_bytes = trailers.get(_STATUS_DETAILS)
+    if not isinstance(status_bytes, bytes):
+        return None
+    status = status_pb2.Status()
+    try:
+        status.ParseFromString(status_bytes)
+    except Exception:  # malformed: no guidance
+        return None
+    for detail in status.details:
+        info = error_details_pb2.RetryInfo()
+        if detail.Unpack(info):
+            delay = info.retry_delay
+            total = int(delay.seconds) * 1000 + int(delay.nanos) // 1_000_000
+            return min(max(total, 0), _MAX_RETRY_AFTER_MS)
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +224,11 @@ class RetryPolicy:
     """How hard a session tries again."""
 
     unavailable_attempts: int = 4
-    """Tries of a repeatable call while the gateway is unavailable."""
+    """Tries of a repeatable call while the gateway is unavailable without saying when to retry (it
+    cannot be reached, or a service behind it is down)."""
+    unavailable_wait_s: float = 30.0
+    """How long in all a repeatable call waits, as the refusals ask ("retry in N ms"), while a service
+    behind the gateway is unavailable for a while (its database restarting)."""
     rate_limited_attempts: int = 50
     """Tries of any call the rate limit refused (it names the wait)."""
     stream_attempts: int = 12
@@ -152,7 +251,10 @@ def retry_wait_s(details: str, default_s: float = 0.2) -> float:
 
 
 def _rate_limit_wait(error: grpc.aio.AioRpcError) -> float | None:
-    """The wait the gateway asks for when it refused a call for the rate limit."""
+    """The wait the gateway asks for when it refused a call for the rate limit, or an ``UNAVAILABLE``
+    refusal's retry guidance (a service behind the gateway restarting its database); ``None``: none."""
+    if error.code() == grpc.StatusCode.UNAVAILABLE:
+        return GatewayError.from_rpc(error).retry_after_s
     if error.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
         return None
     return retry_wait_s(error.details() or "")
@@ -160,28 +262,37 @@ def _rate_limit_wait(error: grpc.aio.AioRpcError) -> float | None:
 
 class _Attempts:
     """One call's refused tries: whether to try again and after how long (:meth:`wait_after`). The rate
-    limit is waited out as its refusal says; ``UNAVAILABLE`` is retried with a growing delay when the call
-    is ``repeatable``; each up to the policy's number of tries."""
+    limit is waited out as its refusal says, up to the policy's number of tries. ``UNAVAILABLE`` is
+    retried when the call is ``repeatable``: after the wait the refusal asks for, while the waits add up
+    to at most the policy's ``unavailable_wait_s``; a refusal that asks for no wait, with a growing
+    delay up to the policy's ``unavailable_attempts``."""
 
     def __init__(self, policy: RetryPolicy, *, repeatable: bool) -> None:
         self.policy = policy
         self.repeatable = repeatable
         self.rate_limited = 0
         self.unavailable = 0
+        self.waited_s = 0.0
+        """What the guided waits (``UNAVAILABLE`` with a wait named) added up to so far."""
 
-    def wait_after(self, code: grpc.StatusCode, details: str) -> float | None:
-        """The wait before trying again after a refusal (``None``: give up)."""
+    def wait_after(self, error: GatewayError) -> float | None:
+        """The wait before trying again after ``error`` (``None``: give up)."""
+        code = error.code
         if (
             code == grpc.StatusCode.RESOURCE_EXHAUSTED
             and self.rate_limited + 1 < self.policy.rate_limited_attempts
         ):
             self.rate_limited += 1
-            return retry_wait_s(details)
-        if (
-            self.repeatable
-            and code == grpc.StatusCode.UNAVAILABLE
-            and self.unavailable + 1 < self.policy.unavailable_attempts
-        ):
+            return retry_wait_s(error.details)
+        if not self.repeatable or code != grpc.StatusCode.UNAVAILABLE:
+            return None
+        guided = error.retry_after_s
+        if guided is not None:
+            if self.waited_s + guided > self.policy.unavailable_wait_s:
+                return None
+            self.waited_s += guided
+            return guided
+        if self.unavailable + 1 < self.policy.unavailable_attempts:
             self.unavailable += 1
             return self.policy.delay(self.unavailable - 1)
         return None
@@ -287,9 +398,10 @@ class PlayerSession:
             try:
                 return await method(request, metadata=self._metadata, timeout=self.retry.call_timeout_s)
             except grpc.aio.AioRpcError as error:
-                wait = attempts.wait_after(error.code(), error.details() or "")
+                refused = GatewayError.from_rpc(error, self.address)
+                wait = attempts.wait_after(refused)
                 if wait is None:
-                    raise GatewayError.from_rpc(error, self.address) from None
+                    raise refused from None
                 await asyncio.sleep(wait)
 
     # -- who ---------------------------------------------------------------------------------------------
@@ -807,7 +919,7 @@ class PlayStream:
             try:
                 return await self._send(key, action)
             except GatewayError as error:
-                wait = None if self._ended is not None else attempts.wait_after(error.code, error.details)
+                wait = None if self._ended is not None else attempts.wait_after(error)
                 if wait is None:
                     raise
                 await asyncio.sleep(wait)

@@ -190,6 +190,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="a player whose stream brings nothing for this long fails its match (default 30)",
     )
+    how.add_argument(
+        "--outage-tolerance",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="how long a call refused UNAVAILABLE (a service or its database restarting) is retried "
+        "before its match fails (default 30)",
+    )
     how.add_argument("--seed", type=int, help="seed the players' choices (default: random)")
     how.add_argument("--run-id", help="prefix of the players' ids (default: load-<random>)")
     out = parser.add_argument_group("where and what to report")
@@ -285,6 +293,7 @@ def config_from_args(args: argparse.Namespace, env: Mapping[str, str]) -> LoadCo
         transport=args.transport,
         connections=args.connections,
         stall_s=args.stall,
+        outage_s=args.outage_tolerance,
         max_in_flight=args.max_in_flight,
         run_id=args.run_id or new_run_id(),
         seed=args.seed,

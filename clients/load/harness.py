@@ -21,8 +21,12 @@ pair's start, before signing in, to each player's first update of its match). Re
 operation (those of actions as ``SubmitAction`` whichever the transport) and status code; the
 gateway's rate limit (``RESOURCE_EXHAUSTED``, "retry in N ms") is counted and waited out, then the same
 call is made again (with the same idempotency key for actions); ``UNAVAILABLE`` is counted and retried
-for calls that are safe to repeat. A match whose player hits any other error counts as failed, and the
-harness resigns it so its opponent is not left waiting.
+for calls that are safe to repeat (actions are: their idempotency key makes a repeat return the original
+answer), after the wait the refusal asks for (a database restarting behind the gateway: "retry in N ms")
+or a growing delay, for as long as ``outage_s`` allows (:class:`OutageTolerance`): a short outage of a
+service or its database delays the live matches instead of failing them. A match whose player hits any
+other error, or an outage longer than that, counts as failed, and the harness resigns it so its
+opponent is not left waiting.
 
 :class:`Engine` plays pairs (the Locust file uses it directly); :class:`LoadRun` schedules them and
 stops: after ``duration_s`` (matches still being played are then resigned and counted as *cut*;
@@ -75,6 +79,7 @@ __all__ = [
     "LoadError",
     "LoadRun",
     "Metrics",
+    "OutageTolerance",
     "RunResult",
     "TokenMinter",
     "Transport",
@@ -194,6 +199,9 @@ class LoadConfig:
     """How many times one call is retried after the rate limit refused it."""
     drain_s: float = 10.0
     """After a duration stop: how long resigning the matches still being played may take."""
+    outage_s: float = 30.0
+    """How long one call or action keeps being retried while it is refused ``UNAVAILABLE`` (a service
+    behind the gateway, or its database, restarting) before its match counts as failed."""
 
     def validate(self) -> None:
         """``ValueError`` naming the first setting that makes no sense."""
@@ -231,6 +239,8 @@ class LoadConfig:
             raise ValueError("at least 1 connection")
         if not self.stall_s > 0:
             raise ValueError("the stall timeout must be above 0 seconds")
+        if not self.outage_s >= 0:
+            raise ValueError("the outage tolerance cannot be negative")
 
     @property
     def total_concurrency(self) -> int:
@@ -436,6 +446,39 @@ class _LiveMatch:
         return None
 
 
+class OutageTolerance:
+    """When one call (or action) refused ``UNAVAILABLE`` is tried again: after the wait the refusal asks
+    for (``retry_after_s``: "retry in N ms", ``retry-after-ms``) or else a delay doubling from 0.1 s up to
+    ``max_delay_s``, as long as the first refusal of the call is less than ``outage_s`` ago (the last
+    wait is cut to what is left). Used once per call; ``clock`` is for tests."""
+
+    def __init__(
+        self, outage_s: float, *, max_delay_s: float = 1.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.outage_s = outage_s
+        self.max_delay_s = max_delay_s
+        self._clock = clock
+        self._since: float | None = None
+        self.refusals = 0
+
+    def wait_after(self, error: GatewayError) -> float | None:
+        """The wait before trying again after ``error`` (``None``: not ``UNAVAILABLE``, or the outage has
+        lasted longer than tolerated: give up)."""
+        if error.code != grpc.StatusCode.UNAVAILABLE:
+            return None
+        now = self._clock()
+        if self._since is None:
+            self._since = now
+        left = self.outage_s - (now - self._since)
+        if left <= 0:
+            return None
+        wait = error.retry_after_s
+        if wait is None:
+            wait = min(self.max_delay_s, 0.1 * 2**self.refusals)
+        self.refusals += 1
+        return min(wait, left)
+
+
 class Stalled(Exception):
     """A player's stream (``operation``) brought nothing for ``stall_s`` seconds."""
 
@@ -480,7 +523,9 @@ class Engine:
         self.metrics = metrics
         self.tokens = tokens
         # Refusals reach the harness (to be counted); it does its own waiting and retrying.
-        self.retry = retry or RetryPolicy(unavailable_attempts=1, rate_limited_attempts=1)
+        self.retry = retry or RetryPolicy(
+            unavailable_attempts=1, rate_limited_attempts=1, unavailable_wait_s=0
+        )
         self.adapters = {plan.name: _Adapter(plan) for plan in config.families}
         self.live: dict[str, _LiveMatch] = {}
         self.fatal: LoadError | None = None
@@ -537,8 +582,10 @@ class Engine:
 
     async def call(self, operation: str, make: Callable[[], Awaitable[_T]], *, repeatable: bool = True) -> _T:
         """``make()``, counting refusals; the rate limit is waited out and the call made again,
-        ``UNAVAILABLE`` too when ``repeatable``; other refusals raise :class:`GatewayError`."""
-        limited = unavailable = 0
+        ``UNAVAILABLE`` too when ``repeatable`` (for up to ``outage_s``); other refusals raise
+        :class:`GatewayError`."""
+        limited = 0
+        outage = OutageTolerance(self.config.outage_s)
         while True:
             try:
                 return await make()
@@ -551,9 +598,9 @@ class Engine:
                     limited += 1
                     await asyncio.sleep(retry_wait_s(error.details))
                     continue
-                if error.code == grpc.StatusCode.UNAVAILABLE and repeatable and unavailable < 3:
-                    unavailable += 1
-                    await asyncio.sleep(0.1 * 2**unavailable)
+                wait = outage.wait_after(error) if repeatable else None
+                if wait is not None:
+                    await asyncio.sleep(wait)
                     continue
                 raise
 
@@ -860,7 +907,8 @@ class Engine:
         successful attempt was sent (``None``: refused as stale, the match moved on meanwhile)."""
         await self.before_submit(action)
         key = new_key()
-        limited = unavailable = 0
+        limited = 0
+        outage = OutageTolerance(self.config.outage_s)
         while True:
             began = time.perf_counter_ns()
             try:
@@ -876,9 +924,9 @@ class Engine:
                     limited += 1
                     await asyncio.sleep(retry_wait_s(error.details))
                     continue
-                if error.code == grpc.StatusCode.UNAVAILABLE and unavailable < 3:
-                    unavailable += 1  # the idempotency key makes the repeat safe
-                    await asyncio.sleep(0.1 * 2**unavailable)
+                wait = outage.wait_after(error)  # the idempotency key makes the repeat safe
+                if wait is not None:
+                    await asyncio.sleep(wait)
                     continue
                 if error.code == grpc.StatusCode.FAILED_PRECONDITION:
                     return None

@@ -134,6 +134,7 @@ def build_report(result: RunResult) -> dict[str, Any]:
             "pairing": config.pairing,
             "connections": config.connections,
             "stall_s": config.stall_s,
+            "outage_s": config.outage_s,
             "seed": config.seed,
         },
         "matches": {

@@ -1,14 +1,26 @@
 """Errors a service raises to refuse a request, each carrying its gRPC status code and a readable reason.
 
 The runtime's interceptor is the one place that turns them into gRPC statuses; any other exception is
-logged and returned as INTERNAL without leaking state.
+first offered to the translators registered with :func:`translate_with` (the persistence layer's turns
+an unreachable database into :class:`Unavailable`), and otherwise logged and returned as INTERNAL
+without leaking state.
+
+A refusal the caller may retry can carry retry guidance (``retry_after_ms``): the interceptor sends it as
+the ``retry-after-ms`` trailing metadata and as a ``google.rpc.RetryInfo`` detail of the status
+(:func:`retry_trailers`), and the reason says it in words ("retry in N ms"), which is also what a
+refusal inside a stream carries (docs/gateway.md, "Errors and retry guidance").
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable, Iterable
 from typing import ClassVar
 
+import google.rpc.error_details_pb2 as error_details_pb2
+import google.rpc.status_pb2 as status_pb2
 import grpc
+from google.protobuf import any_pb2, duration_pb2
 
 MAX_REASON_CHARS = 500
 """The longest reason a refusal carries: a reason quotes the caller's input, which is bounded here, in
@@ -37,10 +49,13 @@ class ServiceError(Exception):
 
     code: ClassVar[grpc.StatusCode] = grpc.StatusCode.UNKNOWN
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, *, retry_after_ms: int | None = None) -> None:
         reason = truncated(reason)
         super().__init__(reason)
         self.reason = reason
+        self.retry_after_ms = retry_after_ms
+        """How long the caller should wait before trying again (``None``: no guidance), sent beside the
+        status as :func:`retry_trailers`."""
 
 
 class InvalidArgument(ServiceError):
@@ -134,9 +149,106 @@ def internal_error_reason(request_id: str) -> str:
     return f"internal error (request id {request_id})" if request_id else "internal error"
 
 
+RETRY_AFTER_METADATA = "retry-after-ms"
+"""The trailing metadata key of a refusal's retry guidance: the wait in milliseconds, as decimal text."""
+STATUS_DETAILS_METADATA = "grpc-status-details-bin"
+"""Where gRPC carries a status's ``google.rpc.Status`` (with its details, such as ``RetryInfo``)."""
+MAX_RETRY_AFTER_MS = 3_600_000
+"""The longest wait guidance read from a peer is believed (an hour); longer is taken as this."""
+
+
+def retry_trailers(
+    code: grpc.StatusCode, reason: str, retry_after_ms: int
+) -> tuple[tuple[str, str | bytes], ...]:
+    """The trailing metadata that tells a caller to retry after ``retry_after_ms``: ``retry-after-ms``
+    (easy to read from any client) and the status with a ``google.rpc.RetryInfo`` detail (the standard
+    form, which gRPC's own libraries read: ``grpc_status.rpc_status.from_call``). The status's code and
+    message must be those the call ends with, or readers reject it."""
+    info = error_details_pb2.RetryInfo(retry_delay=duration_pb2.Duration(**_duration(retry_after_ms)))
+    detail = any_pb2.Any()
+    detail.Pack(info)
+    status = status_pb2.Status(code=code_number(code), message=reason, details=[detail])
+    return (
+        (RETRY_AFTER_METADATA, str(retry_after_ms)),
+        (STATUS_DETAILS_METADATA, status.SerializeToString()),
+    )
+
+
+def _duration(milliseconds: int) -> dict[str, int]:
+    return {"seconds": milliseconds // 1000, "nanos": (milliseconds % 1000) * 1_000_000}
+
+
+def retry_after_ms(metadata: Iterable[tuple[str, str | bytes]] | None) -> int | None:
+    """The retry guidance in a call's trailing ``metadata`` (``retry-after-ms``, else a ``RetryInfo``
+    detail of its status); ``None`` when there is none or it is malformed. A gateway relaying a backend's
+    refusal passes this on."""
+    info: int | None = None
+    for key, value in metadata or ():
+        if key == RETRY_AFTER_METADATA:
+            text = value.decode("ascii", "replace") if isinstance(value, bytes) else value
+            if text.isdigit():
+                return min(int(text), MAX_RETRY_AFTER_MS)
+        elif key == STATUS_DETAILS_METADATA and isinstance(value, bytes) and info is None:
+            info = _retry_info_ms(value)
+    return info
+
+
+def _retry_info_ms(serialized: bytes) -> int | None:
+    status = status_pb2.Status()
+    try:
+        status.ParseFromString(serialized)
+    except Exception:  # a malformed status from a peer: no guidance
+        return None
+    for detail in status.details:
+        retry = error_details_pb2.RetryInfo()
+        if detail.Unpack(retry):
+            delay = retry.retry_delay
+            total = int(delay.seconds) * 1000 + int(delay.nanos) // 1_000_000
+            return min(max(total, 0), MAX_RETRY_AFTER_MS)
+    return None
+
+
+# -- translators: exceptions of other layers that mean a refusal -----------------------------------------
+
+Translator = Callable[[BaseException], "ServiceError | None"]
+_translators: list[Translator] = []
+
+
+def translate_with(translator: Translator) -> None:
+    """Register ``translator``: the interceptor (and a stream's refusals) offer it every exception that
+    is not a :class:`ServiceError`; what it returns is answered instead of ``INTERNAL``. The runtime
+    itself knows nothing of databases: :mod:`libs.persistence.failures` registers its classifier."""
+    if translator not in _translators:
+        _translators.append(translator)
+
+
+def translated(error: BaseException) -> ServiceError | None:
+    """The refusal a registered translator makes of ``error`` (``None``: none does: it is a failure)."""
+    if isinstance(error, ServiceError):
+        return error
+    for translator in _translators:
+        refusal = translator(error)
+        if refusal is not None:
+            return refusal
+    return None
+
+
 def error_for(code: grpc.StatusCode, reason: str) -> ServiceError:
     """The :class:`ServiceError` that refuses with ``code`` (``UNKNOWN`` for ``OK``, which refuses
-    nothing: a refusal saying OK is malformed and must not pass as a success)."""
+    nothing: a refusal saying OK is malformed and must not pass as a success). A refusal inside a stream
+    has no metadata: an ``UNAVAILABLE`` one gives its retry guidance in its reason ("retry in N ms"),
+    which is kept as the error's ``retry_after_ms``, so a gateway relaying it as a call's status sends
+    the guidance in metadata too."""
     if code is grpc.StatusCode.OK:
         code = grpc.StatusCode.UNKNOWN
-    return _ERRORS[code](reason or code.name)
+    wait = retry_in_ms(reason) if code is grpc.StatusCode.UNAVAILABLE else None
+    return _ERRORS[code](reason or code.name, retry_after_ms=wait)
+
+
+_RETRY_IN = re.compile(r"retry in (\d{1,9}) ms")
+
+
+def retry_in_ms(reason: str) -> int | None:
+    """The wait a reason asks for in words ("retry in N ms"), or ``None``."""
+    found = _RETRY_IN.search(reason)
+    return min(int(found[1]), MAX_RETRY_AFTER_MS) if found else None

@@ -5,8 +5,15 @@ Before a handler runs, the call is checked against the authorisation table (:mod
 with the caller's identity from its certificate. This is the one place where a
 :class:`~libs.runtime.errors.ServiceError` becomes a gRPC status. A request that cannot be parsed is
 ``INVALID_ARGUMENT`` (grpc itself would answer it with a traceback in the log), a method the service
-does not implement ``UNIMPLEMENTED``. Any other exception is logged with its traceback and answered with
+does not implement ``UNIMPLEMENTED``. An exception a registered translator recognises (a database that
+cannot serve: :mod:`libs.persistence.failures`) is answered as the refusal it stands for, ``UNAVAILABLE``
+with retry guidance, and logged as a warning without its traceback (an outage would otherwise fill the
+log with tracebacks of one cause). Any other exception is logged with its traceback and answered with
 INTERNAL and the request id, never with the exception's text (which could leak state).
+
+A refusal with retry guidance (``retry_after_ms``) ends the call with it in the trailing metadata:
+``retry-after-ms`` and a ``google.rpc.RetryInfo`` status detail (:func:`~libs.runtime.errors.retry_trailers`),
+beside the request id.
 """
 
 from __future__ import annotations
@@ -21,7 +28,14 @@ import grpc
 import structlog
 
 from libs.runtime.authz import Authorizer
-from libs.runtime.errors import InvalidArgument, ServiceError, internal_error_reason
+from libs.runtime.errors import (
+    InvalidArgument,
+    ServiceError,
+    internal_error_reason,
+    retry_trailers,
+    translated,
+    truncated,
+)
 from libs.runtime.identity import DEFAULT_TRUST_DOMAIN
 from libs.runtime.log import get_logger
 from libs.runtime.metrics import RPC_HANDLED, RPC_IN_FLIGHT, RPC_LATENCY, RPC_STARTED, RPC_UNDECODABLE
@@ -63,8 +77,23 @@ class _Call:
 
     async def fail(self, context: grpc.aio.ServicerContext, error: BaseException) -> None:
         """Answer ``error`` with the right status (raises grpc's AbortError, as ``context.abort`` does)."""
+        if not isinstance(error, ServiceError):
+            refusal = translated(error)
+            if refusal is not None:
+                _log.warning(
+                    "rpc.refused_for_dependency",
+                    code=refusal.code.name,
+                    reason=refusal.reason,
+                    error=truncated(f"{type(error).__name__}: {error}", 300),
+                )
+                error = refusal
         if isinstance(error, ServiceError):
             self.status = error.code
+            if error.retry_after_ms is not None:
+                trailers = retry_trailers(error.code, error.reason, error.retry_after_ms)
+                await context.abort(
+                    error.code, error.reason, ((REQUEST_ID_METADATA, self.request_id), *trailers)
+                )
             await context.abort(error.code, error.reason)
         if isinstance(error, NotImplementedError):  # a generated base class's method nobody overrode
             self.status = grpc.StatusCode.UNIMPLEMENTED
