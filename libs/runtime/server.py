@@ -27,19 +27,66 @@ from libs.runtime.log import configure_logging, get_logger
 from libs.runtime.metrics import SERVICE_INFO
 
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
-MIN_PING_INTERVAL_MS = 10_000
-"""The shortest interval at which a client may send keepalive pings on an idle connection (gRPC's
-default is five minutes, after which it would close the connection of a client pinging more often);
-:data:`KEEPALIVE_CHANNEL_OPTIONS` ping less often than this."""
-KEEPALIVE_CHANNEL_OPTIONS: list[tuple[str, object]] = [
-    ("grpc.keepalive_time_ms", 20_000),
-    ("grpc.keepalive_timeout_ms", 10_000),
-    ("grpc.http2.max_pings_without_data", 0),
-]
-"""For a service's channels to another service that carry long-lived streams (the gateway's Exchange
-streams to each rules shard): a connection that died without a reset (a node gone) is noticed within
-about 30 s and its streams fail, so they are reopened, instead of every call on it timing out until TCP
-gives up (many minutes)."""
+
+
+@dataclass(frozen=True)
+class KeepalivePolicy:
+    """The keepalive pings of the platform, both sides in one place: what every server accepts and what
+    the channels that carry long-lived streams (the gateway's Exchange streams to each rules shard) send.
+
+    The channels ping every :attr:`ping_interval_ms` while a call is open, so that a connection that died
+    without a reset (a node gone) is noticed within ``ping_interval_ms + ping_timeout_ms`` (30 s) and its
+    streams fail and are reopened, instead of every call on it waiting until TCP gives up (many minutes).
+
+    A server counts a ping that comes sooner than :attr:`min_ping_interval_ms` after the previous one,
+    while it has sent no data since, as a strike, and past :attr:`max_ping_strikes` strikes it closes the
+    connection (GOAWAY ``ENHANCE_YOUR_CALM``, "too_many_pings"), failing every stream on it. So the
+    channels must ping less often than the servers accept: :meth:`__post_init__` keeps it so, with a
+    margin of half the interval for timers that fire early. (Until this policy the server's limit was
+    set under a name grpc does not know, ``grpc.http2.min_recv_ping_interval_without_data_ms``, so grpc's
+    default of five minutes applied: every quiet shard link was closed at its third ping, after a
+    minute, taking every Play stream of that shard with it. The name grpc reads is
+    ``grpc.http2.min_ping_interval_without_data_ms``, the C core's
+    ``GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS``.) BDP pings, which grpc sends after
+    receiving data, never count: a server that has just sent data accepts any ping.
+    """
+
+    ping_interval_ms: int = 20_000
+    """How often a channel pings while a call is open (``grpc.keepalive_time_ms``)."""
+    ping_timeout_ms: int = 10_000
+    """How long a ping may go unanswered before the connection is closed (``grpc.keepalive_timeout_ms``)."""
+    min_ping_interval_ms: int = 10_000
+    """The most often a server accepts pings from a client that sends no data."""
+    max_ping_strikes: int = 2
+    """Pings sooner than that a server tolerates before it closes the connection (grpc's default)."""
+
+    def __post_init__(self) -> None:
+        if self.ping_interval_ms < 2 * self.min_ping_interval_ms:
+            raise ValueError(
+                f"keepalive pings every {self.ping_interval_ms} ms are too close to the servers' minimum "
+                f"of {self.min_ping_interval_ms} ms (they must be at least twice as far apart)"
+            )
+
+    def server_options(self) -> list[tuple[str, object]]:
+        """What every server accepts (:func:`start_server`)."""
+        return [
+            ("grpc.keepalive_permit_without_calls", 1),
+            ("grpc.http2.min_ping_interval_without_data_ms", self.min_ping_interval_ms),
+            ("grpc.http2.max_ping_strikes", self.max_ping_strikes),
+        ]
+
+    def channel_options(self) -> list[tuple[str, object]]:
+        """What a channel carrying long-lived streams sends."""
+        return [
+            ("grpc.keepalive_time_ms", self.ping_interval_ms),
+            ("grpc.keepalive_timeout_ms", self.ping_timeout_ms),
+            ("grpc.http2.max_pings_without_data", 0),
+        ]
+
+
+KEEPALIVE = KeepalivePolicy()
+"""The platform's keepalive policy, read when a server starts and when a channel is made (tests shrink
+it)."""
 _log = get_logger(__name__)
 
 
@@ -71,6 +118,24 @@ class Service(abc.ABC):
 
     async def close(self) -> None:  # noqa: B027 - optional hook, nothing to do by default
         """The server has stopped: release resources."""
+
+    _health: health.aio.HealthServicer | None = None
+    _serving: bool = True
+
+    async def set_serving(self, serving: bool) -> None:
+        """Report SERVING or NOT_SERVING on the health service (for every name it serves), for a service
+        that cannot serve for a while and recovers by itself (a shard whose ownership was lost, until it
+        holds it again). Before the server is started, the state is kept and reported once it is; once
+        shutdown has begun it stays NOT_SERVING."""
+        self._serving = serving
+        if self._health is not None:
+            status = (
+                health_pb2.HealthCheckResponse.SERVING
+                if serving
+                else health_pb2.HealthCheckResponse.NOT_SERVING
+            )
+            for name in ["", *self.service_names]:
+                await self._health.set(name, status)
 
 
 @dataclass
@@ -137,8 +202,7 @@ async def start_server(service: Service, config: ServiceConfig) -> RunningServer
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
             ("grpc.so_reuseport", 0),
-            ("grpc.keepalive_permit_without_calls", 1),
-            ("grpc.http2.min_recv_ping_interval_without_data_ms", MIN_PING_INTERVAL_MS),
+            *KEEPALIVE.server_options(),
         ],
     )
     health_servicer = health.aio.HealthServicer()
@@ -167,8 +231,8 @@ async def start_server(service: Service, config: ServiceConfig) -> RunningServer
         metrics_http, _ = start_http_server(config.metrics_port, addr=config.grpc_host)
         metrics_port = metrics_http.server_port
     SERVICE_INFO.labels(service.name).set(1)
-    for name in ["", *names]:
-        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    service._health = health_servicer
+    await service.set_serving(service._serving)
     loop = type(asyncio.get_running_loop())
     _log.info(
         "service.serving",

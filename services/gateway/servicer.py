@@ -34,6 +34,7 @@ from libs.runtime.errors import (
     Unauthenticated,
     Unavailable,
     code_number,
+    retry_after_ms,
 )
 from libs.runtime.interceptor import REQUEST_ID_METADATA
 from libs.runtime.log import current_request_id
@@ -118,7 +119,9 @@ async def _refuse(backend: str, error: grpc.aio.AioRpcError, context: grpc.aio.S
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
         raise Unavailable(f"{backend} did not answer in time") from None
     if code == grpc.StatusCode.UNAVAILABLE:
-        raise Unavailable(f"{backend} is unavailable: {error.details()}") from None
+        # The backend's retry guidance (its database is down: "retry in N ms") goes on to the caller.
+        wait = retry_after_ms(error.trailing_metadata())
+        raise Unavailable(f"{backend} is unavailable: {error.details()}", retry_after_ms=wait) from None
     await context.abort(code, error.details() or code.name)
     raise AssertionError("context.abort returned")  # pragma: no cover
 
@@ -138,6 +141,9 @@ PLAY_BACKLOG = 1024
 """Messages a Play stream may have waiting for its client. A client that stops reading is cut off past
 it (``RESOURCE_EXHAUSTED``) instead of growing the gateway's memory; it reconnects from its last
 sequence."""
+WRITE_GRACE_S = 1.0
+"""How long an ending Play stream waits for the write under way to finish before its status is sent
+(a write only takes longer for a client that stopped reading)."""
 _FELL_BEHIND = (
     f"you fell behind: more than {PLAY_BACKLOG} messages were waiting for you; "
     "reconnect from your last sequence"
@@ -201,6 +207,9 @@ class _PlayOutbox:
     client that stopped reading (a write waits for the client's flow-control window). A stream that is
     over without an error (the match ended, or the client is done sending) ends OK once every action in
     flight is answered and every message written.
+
+    The writer stops between two messages once the stream has ended (see :func:`_stop_writer`): it is not
+    cancelled in the middle of ``context.write``, which is what once kept statuses from clients.
     """
 
     __slots__ = ("_closing", "_ended", "_limit", "_messages", "_more", "actions", "error")
@@ -258,6 +267,7 @@ class _PlayOutbox:
         if not self._ended.is_set():
             self.error = error
             self._ended.set()
+            self._more.set()  # a writer waiting for a message stops
 
     def end_on_failure(self, task: asyncio.Task[None]) -> None:
         """A done-callback: a helper task that failed ends the stream with its error."""
@@ -269,11 +279,13 @@ class _PlayOutbox:
         return self.error
 
     async def write(self, write: Callable[[pb.PlayResponse], Awaitable[None]]) -> None:
-        """Write the messages in order until the end of the stream."""
-        while True:
-            while not self._messages:
+        """Write the messages in order until the end of the stream; once it has ended, return between
+        two writes (the write under way finishes, nothing more is written)."""
+        while not self._ended.is_set():
+            if not self._messages:
                 self._more.clear()
                 await self._more.wait()
+                continue
             message = self._messages.popleft()
             if message is None:
                 self.end(None)
@@ -686,6 +698,12 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
             )
         if self._draining:
             raise Unavailable(_SHUTTING_DOWN)
+        # The response headers go out now, on their own. Otherwise they would go with the first write
+        # (``opened``), and grpc counts them as sent only once that write has completed: a stream ended
+        # meanwhile (the shard link failing at once, as it does while a shard is down) would then try to
+        # send them again with its status, which grpc refuses (GRPC_CALL_ERROR_TOO_MANY_OPERATIONS), and
+        # the client would never get a status at all.
+        await context.send_initial_metadata(())
         outbox = _PlayOutbox(PLAY_BACKLOG)
         outbox.put(pb.PlayResponse(opened=pb.PlayOpened(match_id=match_id, seat=seat)))
         watch = link.watch(
@@ -710,9 +728,10 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
             self.presence.closed(match_id, seat)
             self._plays.discard(outbox)
             reader.cancel()
-            writer.cancel()
             for action in list(outbox.actions):
                 action.cancel()
+            outbox.end(None)  # (when this task was cancelled: the client went away) the writer stops too
+            await _stop_writer(writer)
         if error is not None:
             raise error
 
@@ -770,6 +789,23 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
             call.cancel()
         for outbox in list(self._plays):
             outbox.end(Unavailable(_SHUTTING_DOWN))
+
+
+async def _stop_writer(writer: asyncio.Task[None]) -> None:
+    """Let a Play stream's writer finish the write it is in, for at most :data:`WRITE_GRACE_S`, before
+    the stream's status is sent.
+
+    The writer returns by itself between two writes once the stream has ended. A write that does not
+    finish in time waits for a client that stopped reading; only then is the writer cancelled. That is
+    safe because the response headers were sent on their own when the stream opened: grpc then queues
+    the status behind the message under way, and the client gets it once it reads again (or the
+    connection ends)."""
+    if writer.done():
+        return
+    try:
+        await asyncio.wait({writer}, timeout=WRITE_GRACE_S)
+    finally:
+        writer.cancel()
 
 
 async def _read_first(requests: AsyncIterator[pb.PlayRequest]) -> None:

@@ -15,7 +15,7 @@ from skillclassics.rules.v1 import rules_pb2 as pb
 from libs.match.exchange import ExchangeSession
 from libs.match.service import RulesService
 from libs.runtime import RunningServer
-from libs.runtime.errors import FailedPrecondition, ResourceExhausted
+from libs.runtime.errors import FailedPrecondition, ResourceExhausted, Unavailable
 from tests.services.rules_chess.test_rules_chess_service import Stub, create, get, move
 from tests.support import stream_calls_counted
 
@@ -409,3 +409,82 @@ async def test_a_moves_answer_and_its_watchers_updates_leave_in_one_message(
         for call_id in (1, 2):
             await exchange.wait(call_id, 2 + ply)
         assert exchange.messages == before + 1
+
+
+# -- draining: a restart moves every stream at once ---------------------------------------------------------
+
+
+async def test_draining_ends_every_watch_and_the_stream_at_once_and_refuses_new_streams(
+    server: RunningServer, stub: Stub, exchange: Exchange
+) -> None:
+    """A graceful restart: every watch of the stream ends UNAVAILABLE at once, naming the shard, and so
+    does the stream; a new stream is refused the same way (rather than held until the drain grace)."""
+    match_id = await create(stub)
+    exchange.send(watch(1, match_id, 0), watch(2, match_id, None))
+    for call_id in (1, 2):
+        await exchange.wait(call_id)
+    service = server.service
+    assert isinstance(service, RulesService)
+    await service.drain()
+    reason = "rules-chess shard 0 is restarting; reconnect from your last sequence"
+    for call_id in (1, 2):
+        _, end = await exchange.wait(call_id, 2)
+        assert (end.WhichOneof("reply"), end.refused.code, end.refused.message) == (
+            "refused",
+            UNAVAILABLE,
+            reason,
+        )
+    with pytest.raises(grpc.aio.AioRpcError) as ended:
+        await exchange.ended()
+    assert (ended.value.code(), ended.value.details()) == (grpc.StatusCode.UNAVAILABLE, reason)
+    late = Exchange(stub)
+    late.send(watch(3, match_id, 0))
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await late.ended()
+    assert (refused.value.code(), refused.value.details()) == (grpc.StatusCode.UNAVAILABLE, reason)
+    late.close()
+
+
+async def test_draining_answers_the_submits_in_flight_before_the_stream_ends() -> None:
+    gate = asyncio.Event()
+
+    async def held_submit(request: pb.SubmitActionRequest) -> int:
+        await gate.wait()
+        return 7
+
+    async def endless(request: pb.WatchRequest) -> AsyncIterator[pb.MatchUpdate]:
+        yield pb.MatchUpdate(sequence=1)
+        await asyncio.Event().wait()
+        yield pb.MatchUpdate(sequence=2)  # pragma: no cover
+
+    session = ExchangeSession(held_submit, endless)
+    late = asyncio.Event()
+
+    async def incoming() -> AsyncIterator[pb.ExchangeRequest]:
+        yield pb.ExchangeRequest(
+            calls=[
+                pb.ExchangeCall(id=1, watch=pb.WatchRequest(match_id="m", seat=0)),
+                pb.ExchangeCall(id=2, submit=pb.SubmitActionRequest(idempotency_key="k")),
+            ]
+        )
+        await late.wait()
+        yield pb.ExchangeRequest(calls=[pb.ExchangeCall(id=3, watch=pb.WatchRequest(match_id="m", seat=1))])
+        await asyncio.Event().wait()
+
+    replies: list[pb.ExchangeReply] = []
+
+    async def read() -> None:
+        async for response in session.serve(incoming()):
+            replies.extend(response.replies)
+            if any(r.id == 1 and r.HasField("update") for r in replies) and not late.is_set():
+                session.drain("rules-chess shard 0 is restarting; reconnect from your last sequence")
+                late.set()  # a call sent after the drain began is not taken
+                await asyncio.sleep(0.05)
+                gate.set()  # the submit in flight completes: it is still answered
+
+    with pytest.raises(Unavailable, match="restarting"):
+        await asyncio.wait_for(read(), 5)
+    ends = [(r.id, r.WhichOneof("reply")) for r in replies]
+    assert ends == [(1, "update"), (1, "refused"), (2, "submitted")], ends
+    assert replies[1].refused.code == UNAVAILABLE
+    assert replies[2].submitted.sequence == 7
