@@ -232,7 +232,15 @@ class RetryPolicy:
     rate_limited_attempts: int = 50
     """Tries of any call the rate limit refused (it names the wait)."""
     stream_attempts: int = 12
-    """Reconnections of a stream in a row without an update in between."""
+    """Reconnections of a stream in a row without an update in between, at least (see
+    ``stream_outage_s``)."""
+    stream_outage_s: float = 60.0
+    """How long a broken match stream keeps being reopened without an update in between: longer than a
+    rules shard's restart or a database restart, so a player rides one out instead of giving up."""
+    stream_max_delay_s: float = 0.5
+    """The longest wait between two reopenings of a match stream: the gateway reconnects to a restarted
+    shard within half a second of its SERVING (docs/gateway.md), and a player waiting longer than that
+    is charged for it (server downtime is credited; a client's own backoff is not)."""
     first_delay_s: float = 0.1
     max_delay_s: float = 2.0
     call_timeout_s: float = 10.0
@@ -312,6 +320,8 @@ class _Reopening:
         self.address = session.address
         self.failures = 0
         """Breaks in a row without progress."""
+        self.broken_since: float | None = None
+        """When the first of those breaks happened (monotonic)."""
         self.seen = seen
         """Whether the match is known to exist (then ``NOT_FOUND`` is final)."""
         self.started = time.monotonic()
@@ -319,7 +329,16 @@ class _Reopening:
     def progressed(self) -> None:
         """The stream brought something: the count of breaks in a row starts again."""
         self.failures = 0
+        self.broken_since = None
         self.seen = True
+
+    def _giving_up(self) -> bool:
+        """Whether the breaks in a row have gone on too long: more than ``stream_attempts`` of them and
+        for longer than ``stream_outage_s``."""
+        if self.broken_since is None:
+            self.broken_since = time.monotonic()
+        too_many = self.failures + 1 >= self.policy.stream_attempts
+        return too_many and time.monotonic() - self.broken_since >= self.policy.stream_outage_s
 
     async def after_error(self, error: grpc.aio.AioRpcError, *, broken: bool = False) -> None:
         """Wait before reopening a stream that ended with ``error``; :class:`GatewayError` when it is not
@@ -332,10 +351,11 @@ class _Reopening:
             and time.monotonic() - self.started < policy.creation_wait_s
         )
         retry = code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED) or waiting
-        if not retry or (self.failures + 1 >= policy.stream_attempts and not waiting):
+        if not retry or (not waiting and self._giving_up()):
             raise GatewayError.from_rpc(error, self.address) from None
         wait = _rate_limit_wait(error)
-        await asyncio.sleep(wait if wait is not None else policy.delay(min(self.failures, 4)))
+        backoff = min(policy.stream_max_delay_s, policy.delay(min(self.failures, 4)))
+        await asyncio.sleep(wait if wait is not None else backoff)
         self.failures += 1
 
     async def after_early_end(self, what: str) -> None:

@@ -29,7 +29,9 @@ from tests.support import free_port, start_in_process
 
 CHESS = family("chess")
 MATCH = "chess.0.fake"
-QUICK = RetryPolicy(first_delay_s=0.001, max_delay_s=0.01, stream_attempts=5, creation_wait_s=0.5)
+QUICK = RetryPolicy(
+    first_delay_s=0.001, max_delay_s=0.01, stream_attempts=5, stream_outage_s=0.0, creation_wait_s=0.5
+)
 
 
 async def until(condition: Callable[[], bool], what: str, within: float = 10) -> None:
