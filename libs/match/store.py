@@ -6,6 +6,10 @@ result outbox's bookkeeping go through it too (``read`` and ``run_sync``): on SQ
 connections to the file take turns, and a transaction on the async driver (several thread trips, each
 waiting for a busy event loop) held the turn for hundreds of milliseconds while every move's commit
 queued behind it.
+
+A shard's store is fenced (:class:`~libs.persistence.ownership.Fence`): every write commits only while the
+shard's epoch is still the one the store was built under, so a process that lost the shard to another can
+never append to the log again (``UNAVAILABLE``, "shard X lost its ownership; retry").
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from sqlalchemy import Connection, Select, and_, func, insert, select, update
 
 from libs.match.model import EventKind, MatchEvent, MatchRecord, outcome_to_json
 from libs.persistence import Database
-from libs.persistence.group_commit import GroupCommitter
+from libs.persistence.group_commit import GroupCommitter, WriteFence
 from libs.persistence.schema import match_events, match_results, matches
 
 UNFINISHED = ("waiting", "live")
@@ -49,10 +53,12 @@ class MatchSummaryRow:
 class MatchStore:
     """The durable side of one rules shard."""
 
-    def __init__(self, db: Database, family: str, shard: str) -> None:
+    def __init__(self, db: Database, family: str, shard: str, fence: WriteFence | None = None) -> None:
+        """``fence``: the shard's ownership epoch every write is conditional on (the service's store has
+        one; a test's may go without)."""
         self._family = family
         self._shard = shard
-        self._writer = GroupCommitter(db)
+        self._writer = GroupCommitter(db, fence=fence)
 
     async def close(self) -> None:
         """Commit what is queued and stop the writer: later writes are refused with ``CommitterClosed``,

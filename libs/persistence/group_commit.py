@@ -25,6 +25,13 @@ Once closed (the service is shutting down), the committer refuses new units with
 :class:`CommitterClosed`, an :class:`~libs.runtime.errors.Unavailable`: every service whose writes go
 through a committer answers such a call ``UNAVAILABLE`` with a readable reason, so the caller retries
 (elsewhere, or once the service is back), instead of ``INTERNAL``.
+
+A committer may be *fenced* (:class:`WriteFence`, :class:`~libs.persistence.ownership.Fence` for a
+shard's data): then a write is refused before it is queued while the fence knows its shard is lost, and
+every transaction that writes begins with the fence's conditional statement, which aborts it when another
+process owns the shard now. One statement per batch, whatever the batch holds; a batch of reads only
+(:meth:`GroupCommitter.read` on SQLite) is not fenced. A fenced batch fails as a whole with the fence's
+error (no unit is run again alone: none of them may commit).
 """
 
 from __future__ import annotations
@@ -34,7 +41,7 @@ import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from sqlalchemy import Connection, Engine, Table, insert
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -54,6 +61,22 @@ _WAITED = GROUP_COMMIT_SECONDS.labels("wait")
 _TRANSACTION = GROUP_COMMIT_SECONDS.labels("transaction")
 
 
+class Fenced(Unavailable):
+    """A write refused by the committer's fence: another process owns the data now (or the owner knows it
+    lost it). Nothing of the batch committed; the caller retries, and reaches the owner."""
+
+
+class WriteFence(Protocol):
+    """What makes a committer's writes conditional on still owning their data (a shard's epoch)."""
+
+    def check(self) -> None:
+        """Raise :class:`Fenced` when the owner knows it lost the data."""
+
+    def guard(self, conn: Connection) -> None:
+        """The first statement of a writing transaction: raise :class:`Fenced`, aborting it, unless the
+        data is still owned."""
+
+
 class CommitterClosed(Unavailable):
     """The committer was closed (the service is shutting down); the unit of work was not run.
 
@@ -67,6 +90,8 @@ class _Unit:
     done: asyncio.Future[Any]
     rows: tuple[Row, ...] = ()
     sync_work: SyncWork | None = None
+    writes: bool = True
+    """False for a read (:meth:`GroupCommitter.read`): a batch of reads only is not fenced."""
 
     @property
     def is_sync(self) -> bool:
@@ -77,9 +102,15 @@ class GroupCommitter:
     """Runs units of work in shared transactions; one writer task per committer."""
 
     def __init__(
-        self, db: Database, max_batch: int = DEFAULT_MAX_BATCH, *, closed_reason: str = SHUTTING_DOWN
+        self,
+        db: Database,
+        max_batch: int = DEFAULT_MAX_BATCH,
+        *,
+        closed_reason: str = SHUTTING_DOWN,
+        fence: WriteFence | None = None,
     ) -> None:
         self._db = db
+        self._fence = fence
         self._max_batch = max_batch
         self._closed_reason = closed_reason
         """The reason of the :class:`CommitterClosed` that refuses a unit after :meth:`close`."""
@@ -87,7 +118,7 @@ class GroupCommitter:
         self._writer: asyncio.Task[None] | None = None
         self._closed = False
         engine = sqlite_writer_engine(db.url)
-        self._sqlite: _SqliteWriter | None = None if engine is None else _SqliteWriter(engine)
+        self._sqlite: _SqliteWriter | None = None if engine is None else _SqliteWriter(engine, fence)
         self._thread: ThreadPoolExecutor | None = None
         self.batches = 0
         self.units = 0
@@ -112,10 +143,11 @@ class GroupCommitter:
         of several through the async driver); elsewhere, and once the committer is closed (reads are
         not refused while the database is open), on a connection of its own, beside the writes."""
         if self._db.is_sqlite and not self._closed:
-            return await self.run_sync(work)
+            result: T = await self._enqueue(_Unit(None, self._future(), sync_work=work, writes=False))
+            return result
         async with self._db.connect() as conn:
-            result: T = await conn.run_sync(work)
-        return result
+            read: T = await conn.run_sync(work)
+        return read
 
     async def insert(self, rows: tuple[Row, ...], work: SyncWork | None = None) -> None:
         """Insert ``rows`` (each a table and its values), then run the synchronous ``work`` if given, in
@@ -127,6 +159,8 @@ class GroupCommitter:
         return asyncio.get_running_loop().create_future()
 
     async def _enqueue(self, unit: _Unit) -> Any:
+        if self._fence is not None and unit.writes:
+            self._fence.check()
         if self._closed:
             raise CommitterClosed(self._closed_reason)
         if self._writer is None:
@@ -170,6 +204,12 @@ class GroupCommitter:
     async def _commit(self, batch: list[_Unit]) -> None:
         try:
             results = await self._transaction(batch)
+        except Fenced as error:
+            # Another process owns the data now: no unit of the batch may commit, alone or not.
+            for unit in batch:
+                if not unit.done.done():
+                    unit.done.set_exception(error)
+            return
         except Exception:
             # Some unit failed (or the commit did): nothing of the batch is durable. Run each unit in a
             # transaction of its own, so only the failing one fails. Failures are rare (requests are
@@ -213,6 +253,8 @@ class GroupCommitter:
             return results
         began = time.perf_counter()  # (the wait for a connection, where there is one, is inside begin)
         async with self._db.begin() as conn:
+            if self._fence is not None and any(unit.writes for unit in batch):
+                await conn.run_sync(self._fence.guard)
             rows = _by_table(row for unit in batch for row in unit.rows)
             if rows:
                 await conn.run_sync(_insert_rows, rows)
@@ -235,10 +277,11 @@ class _SqliteWriter:
     cost about as much CPU as a lone commit's insert). A batch that fails closes it; the next opens
     another. Between batches it is outside any transaction and holds no lock (WAL)."""
 
-    __slots__ = ("_conn", "engine")
+    __slots__ = ("_conn", "_fence", "engine")
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, fence: WriteFence | None = None) -> None:
         self.engine = engine
+        self._fence = fence
         self._conn: Connection | None = None
 
     def run(self, batch: list[_Unit]) -> list[Any]:
@@ -248,6 +291,8 @@ class _SqliteWriter:
             conn = self._conn = self.engine.connect()
         try:
             with conn.begin():
+                if self._fence is not None and any(unit.writes for unit in batch):
+                    self._fence.guard(conn)
                 rows = _by_table(row for unit in batch for row in unit.rows)
                 if rows:
                     _insert_rows(conn, rows)

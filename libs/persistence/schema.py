@@ -30,6 +30,23 @@ metadata = MetaData(
     }
 )
 
+# -- shard ownership (libs.persistence.ownership) -------------------------------------------------------
+
+# One row per shard (``clock/0``, ``rules-chess/1``): its current owner and the owner's epoch. Every write of
+# a shard's data is conditional on the epoch it was made under, so a process whose ownership passed to
+# another (its lock lost in a database restart) can never commit again.
+shard_owners = Table(
+    "shard_owners",
+    metadata,
+    Column("shard", String(128), primary_key=True),
+    # Incremented by every acquisition: the fencing token.
+    Column("epoch", BigInteger, nullable=False),
+    Column("owner", String(200), nullable=False),
+    Column("acquired_at_ms", BigInteger, nullable=False),
+    # The last instant the owner was known alive (its heartbeat and every commit renew it).
+    Column("alive_at_ms", BigInteger, nullable=False),
+)
+
 # -- fairness --------------------------------------------------------------------------------------------
 
 fairness_commitments = Table(

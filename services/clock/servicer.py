@@ -51,6 +51,13 @@ class ClockServicer(clock_pb2_grpc.ClockServiceServicer):
         self._locks = [asyncio.Lock() for _ in range(_LOCK_STRIPES)]
         self._units: set[asyncio.Task[object]] = set()
 
+    def serve(self, store: TimerStore, scheduler: Scheduler) -> None:
+        """Serve ``store`` and ``scheduler`` from now on: the shard's timers read again from the database
+        after the shard was lost and taken again (services/clock/service.py). Units in progress on the
+        old ones finish there; their writes are refused (the old store's epoch is over)."""
+        self._store = store
+        self._scheduler = scheduler
+
     def _lock(self, owner: str, timer_id: str) -> asyncio.Lock:
         return self._locks[zlib.crc32(f"{owner}\0{timer_id}".encode()) % _LOCK_STRIPES]
 

@@ -1,6 +1,8 @@
 """The clock's timers in the database: stored before Arm answers, deleted on cancel or acknowledgement.
 
-Writes go through a :class:`GroupCommitter`: concurrent Arm calls share one commit.
+Writes go through a :class:`GroupCommitter`: concurrent Arm calls share one commit. Each commit is
+conditional on the shard's ownership epoch the store was built under (its fence), so a clock process that
+lost its shard to another never writes its timers again.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import time
 from sqlalchemy import Connection, bindparam, delete, select
 
 from libs.persistence import Database
-from libs.persistence.group_commit import GroupCommitter
+from libs.persistence.group_commit import GroupCommitter, WriteFence
 from libs.persistence.schema import clock_timers
 from libs.persistence.upsert import upsert
 from services.clock.scheduler import TimerEntry
@@ -21,10 +23,10 @@ _KEY = ("shard", "owner", "timer_id")
 class TimerStore:
     """The durable copy of one shard's timers; one clock process owns a shard (it issues the arm ids)."""
 
-    def __init__(self, db: Database, shard: str) -> None:
+    def __init__(self, db: Database, shard: str, fence: WriteFence | None = None) -> None:
         self._db = db
         self._shard = shard
-        self._writer = GroupCommitter(db)
+        self._writer = GroupCommitter(db, fence=fence)
         self._next_arm_id = 1  # set by load()
 
     async def close(self) -> None:

@@ -8,8 +8,8 @@ from libs.persistence import Database
 from libs.persistence.ownership import ShardLock, ShardTaken
 
 
-async def test_a_shard_has_one_owner_at_a_time(database_url: str) -> None:
-    first_db, second_db = Database(database_url), Database(database_url)
+async def test_a_shard_has_one_owner_at_a_time(migrated_url: str) -> None:
+    first_db, second_db = Database(migrated_url), Database(migrated_url)
     first = ShardLock(first_db, "clock/0")
     await first.acquire()
     with pytest.raises(ShardTaken, match="clock/0"):
