@@ -12,7 +12,7 @@ PROTOS_STAMP := $(VENV)/.protos-checked
 BREAKING_AGAINST ?= main
 
 .DEFAULT_GOAL := help
-.PHONY: help setup protos check-protos breaking migrate run demo load test test-postgres lint format bench clean
+.PHONY: help setup protos check-protos breaking migrate run demo load test test-postgres fuzz chaos lint format bench clean
 
 help: ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -65,6 +65,20 @@ test: $(PROTOS_STAMP) ## run the whole test suite (PostgreSQL tests skip, saying
 # The tests marked postgres (data layer, services and full stacks on PostgreSQL); here they may not skip.
 test-postgres: $(PROTOS_STAMP) ## run only the PostgreSQL tests, failing if TEST_POSTGRES_URL's server is unreachable
 	REQUIRE_POSTGRES=1 $(PY) -m pytest -m postgres $(PYTEST_ARGS)
+
+# A stack of its own on a private PostgreSQL server (tools/pgcluster.py), removed afterwards (docs/chaos.md).
+# CHAOS_SEED (printed; repeats a schedule), CHAOS_SECONDS (300), CHAOS_MATCHES (3 at once per family),
+# CHAOS_KILL_RATE (6 faults/min), CHAOS_FAMILIES (chess,gin), CHAOS_JSON (write the figures there).
+chaos: $(PROTOS_STAMP) ## kill and restart services and the database under live matches, then check every promise
+	$(PY) -m tools.chaos
+
+# The fuzz suite (tests/fuzz, docs/fuzzing.md) runs with `make test` too, with few examples and the same
+# ones every run. This runs it longer: FUZZ_EXAMPLES examples per test, fresh random ones (FUZZ_RANDOM=1;
+# a failure is saved in .hypothesis/ and replayed first next time).
+FUZZ_EXAMPLES ?= 300
+FUZZ_RANDOM ?= 1
+fuzz: $(PROTOS_STAMP) ## fuzz every RPC and the families' action parsers longer (FUZZ_EXAMPLES=300 per test)
+	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) FUZZ_RANDOM=$(FUZZ_RANDOM) $(PY) -m pytest tests/fuzz -o timeout=0 $(PYTEST_ARGS)
 
 lint: $(STAMP) ## ruff, mypy, import layering and buf lint
 	$(BIN)/ruff check --no-cache .
