@@ -29,6 +29,7 @@ RULES_CALLERS: Mapping[str, str] = {
     "Watch": "gateway",
     "GetMatch": "gateway",
     "SetPresence": "gateway",
+    "RenewPresence": "gateway",
     "Exchange": "gateway",
     "GetRecord": "gateway",
     "ListMatches": "operator",

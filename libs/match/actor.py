@@ -20,6 +20,7 @@ from libs.match.chance import ChanceSource, ChanceUnavailable, NoChance
 from libs.match.deadlines import Deadlines
 from libs.match.family import Family
 from libs.match.model import Due, EventKind, MatchEvent, MatchRecord, created, outcome_to_json, step
+from libs.match.presence import DEFAULT_LEASE_MS, DIRECT, RECOVERED, SeatLeases
 from libs.match.store import MatchStore, result_row
 from libs.runtime.errors import AlreadyExists, FailedPrecondition, InvalidArgument, ResourceExhausted
 from libs.runtime.log import get_logger
@@ -89,8 +90,10 @@ class MatchActor:
         time: ServiceTime,
         on_finished: Callable[[], None] = lambda: None,
         chance: ChanceSource | None = None,
+        lease_ms: int = DEFAULT_LEASE_MS,
     ) -> None:
         self.family = family
+        self._lease_ms = lease_ms
         self._chance: ChanceSource = chance if chance is not None else NoChance()
         self._drawing = False
         self._seed_asks = 0
@@ -111,6 +114,12 @@ class MatchActor:
         """The wake-up instant the deadlines were last given."""
         self._deadline_task: asyncio.Task[None] | None = None
         self._running: set[asyncio.Future[Any]] = set()
+        self.leases = SeatLeases(len(self.record.setup.players))
+        """Who vouches for each seat's connection now (in memory; libs/match/presence.py)."""
+        self._lease_timer: asyncio.TimerHandle | None = None
+        self._lease_timer_at: int | None = None
+        self._presence_task: asyncio.Future[None] | None = None
+        self._presence_again = False
 
     @property
     def match_id(self) -> str:
@@ -161,20 +170,113 @@ class MatchActor:
         return updated
 
     async def set_presence(self, seat: int, connected: bool) -> int:
-        """Record that ``seat``'s connection opened or closed; returns the sequence after it."""
+        """Record that ``seat``'s connection opened or closed (``SetPresence``: a lease that never expires,
+        taken or released); returns the sequence after it."""
         if not 0 <= seat < len(self.record.setup.players):
             raise InvalidArgument(f"seat must be 0-{len(self.record.setup.players) - 1}, got {seat}")
-        return await self._exclusive(lambda: self._set_presence(seat, connected))
-
-    async def _set_presence(self, seat: int, connected: bool) -> int:
-        if self.record.is_over or (self.record.disconnected_since[seat] is None) == connected:
-            return self.record.sequence
-        now = self.now_ms()
-        if await self._end_if_overdue(now):
-            return self.record.sequence
-        event = MatchEvent(self.record.sequence + 1, EventKind.PRESENCE, now, {"connected": connected}, seat)
-        await self._commit(step(self.family, self.record, event))
+        if not self.record.is_over:
+            now = self.now_ms()
+            if connected:
+                self.leases.renew(seat, DIRECT, now, None)
+            else:
+                # "Gone" from this caller: the lease a restart gave in its name goes too.
+                self.leases.release(seat, DIRECT, now)
+                self.leases.release(seat, RECOVERED, now)
+        await self._exclusive(self._settle_presence)
         return self.record.sequence
+
+    # -- presence leases (libs/match/presence.py) ----------------------------------------------------------
+
+    def seat_in_range(self, seat: int) -> bool:
+        return 0 <= seat < len(self.record.setup.players)
+
+    def renew_presence(
+        self, seat: int, holder: str, lease_ms: int | None = None
+    ) -> asyncio.Future[None] | None:
+        """``holder`` (a gateway instance) vouches for ``seat`` for ``lease_ms`` more. Returns the task that
+        logs a change of the seat's presence, or ``None`` when the log already says what the leases say
+        (a renewal of a connected seat costs no lock and no write)."""
+        self.leases.renew(seat, holder, self.now_ms(), self._lease_ms if lease_ms is None else lease_ms)
+        self._arm_lease_timer()
+        return self._settle_presence_soon()
+
+    def release_presence(self, seat: int, holder: str) -> asyncio.Future[None] | None:
+        """``holder``'s last stream of ``seat`` closed: its lease ends now."""
+        self.leases.release(seat, holder, self.now_ms())
+        return self._settle_presence_soon()
+
+    async def expire_presence(self) -> None:
+        """Drop the leases that have run out and log the seats they leave disconnected."""
+        await self._exclusive(self._settle_presence)
+        self._arm_lease_timer()
+
+    def _settle_presence_soon(self) -> asyncio.Future[None] | None:
+        if self._presence_task is not None and not self._presence_task.done():
+            self._presence_again = True  # it may have looked at this seat already: once more after it
+            return self._presence_task
+        record = self.record
+        leases = self.leases
+        seats = enumerate(record.disconnected_since)
+        if record.is_over or all(leases.connected(seat) == (since is None) for seat, since in seats):
+            return None
+        task = self._presence_task = asyncio.ensure_future(self._settle_presence_until_still())
+        task.add_done_callback(_log_failure)
+        return task
+
+    async def _settle_presence_until_still(self) -> None:
+        while True:
+            self._presence_again = False
+            await self._exclusive(self._settle_presence)
+            if not self._presence_again:
+                return
+
+    async def _settle_presence(self) -> None:
+        """Log every seat whose presence in the log differs from what its leases say (under the lock).
+
+        A seat that lost its last lease is disconnected as of the last instant a lease vouched for it
+        (its release, or the last renewal of a lease that expired), so a forfeit falls due at that
+        instant + the forfeit time however late the expiry was noticed.
+        """
+        if self.record.is_over:
+            return
+        now = self.now_ms()
+        self.leases.expire(now)
+        if await self._end_if_overdue(now):
+            return
+        for seat, since in enumerate(self.record.disconnected_since):
+            connected = self.leases.connected(seat)
+            if connected == (since is None):
+                continue
+            payload: dict[str, Any] = {"connected": connected}
+            if not connected:
+                payload["since_ms"] = self.leases.since_ms(seat, now)
+            event = MatchEvent(self.record.sequence + 1, EventKind.PRESENCE, now, payload, seat)
+            await self._commit(step(self.family, self.record, event))
+        await self._end_if_overdue(now)  # a lease that ran out long ago may make a forfeit due at once
+
+    def _arm_lease_timer(self) -> None:
+        """Keep a timer armed no later than the earliest lease expiry (an early one re-arms, as wake-ups)."""
+        target = None if self.record.is_over else self.leases.next_expiry_ms()
+        armed = self._lease_timer_at
+        if target is not None and armed is not None and armed <= target:
+            return
+        if self._lease_timer is not None:
+            self._lease_timer.cancel()
+            self._lease_timer = self._lease_timer_at = None
+        if target is None:
+            return
+        loop = asyncio.get_running_loop()
+        self._lease_timer_at = target
+        # A delay on the service's own time (a millisecond past the expiry, so that the expiry has come).
+        delay_s = max(0, target - self.now_ms() + 1) / 1000
+        self._lease_timer = loop.call_later(delay_s, self._lease_timer_fired)
+
+    def _lease_timer_fired(self) -> None:
+        self._lease_timer = self._lease_timer_at = None
+        task = asyncio.ensure_future(self.expire_presence())
+        self._running.add(task)
+        task.add_done_callback(self._running.discard)
+        task.add_done_callback(_log_failure)
 
     async def wake(self) -> None:
         """A deadline may have passed: end the match if something fell due, then re-arm."""
@@ -331,12 +433,40 @@ class MatchActor:
         while self._deadline_task is not None and not self._deadline_task.done():
             await asyncio.shield(self._deadline_task)
 
-    async def start(self) -> None:
-        """After creation or recovery: end what fell due while nobody looked, and arm the next wake-up."""
-        await self._exclusive(self._start)
+    async def start(self, down_from_ms: int | None = None) -> None:
+        """After creation or recovery: end what fell due while nobody looked, and arm the next wake-up.
 
-    async def _start(self) -> None:
-        if not await self._end_if_overdue(self.now_ms()):
+        ``down_from_ms``: the shard was down from then until now (a recovery). What fell due before it
+        ends the match; otherwise a ``resumed`` event charges the outage to nobody (``model.resumed``).
+        Every seat the log says is connected gets a fresh lease of one period: the gateways that hold
+        it renew within it.
+        """
+        await self._exclusive(lambda: self._start(down_from_ms))
+        now = self.now_ms()
+        for seat, since in enumerate(self.record.disconnected_since):
+            if since is None and not self.record.is_over and not self.leases.connected(seat):
+                self.leases.renew(seat, RECOVERED, now, self._lease_ms)
+        self._arm_lease_timer()
+
+    async def _start(self, down_from_ms: int | None) -> None:
+        now = self.now_ms()
+        if down_from_ms is not None and not self.record.is_over:
+            start = max(down_from_ms, self.record.last_at_ms)
+            if start < now:
+                overdue = self.record.overdue(self.family, start)
+                if overdue is not None:
+                    await self._end(*overdue, now)  # it fell due while the shard was up
+                else:
+                    down_s = (now - start) / 1000
+                    payload = {
+                        "down_from_ms": start,
+                        "down_ms": now - start,
+                        "description": f"play resumed: the server was down for {down_s:.1f} s, "
+                        "charged to nobody",
+                    }
+                    event = MatchEvent(self.record.sequence + 1, EventKind.RESUMED, now, payload)
+                    await self._commit(step(self.family, self.record, event))
+        if not await self._end_if_overdue(now):
             await self._sync_deadline()
         await self._settle_chance()
 
@@ -382,6 +512,9 @@ class MatchActor:
             self._watchers.discard(watcher)
 
     def close(self) -> None:
+        if self._lease_timer is not None:
+            self._lease_timer.cancel()
+            self._lease_timer = self._lease_timer_at = None
         if self._deadline_task is not None:
             self._deadline_task.cancel()
         if self._chance_retry is not None:
@@ -391,3 +524,12 @@ class MatchActor:
             self._chance_task.cancel()
         for watcher in self._watchers:
             watcher.queue.put_nowait(None)
+
+
+def _log_failure(task: asyncio.Future[Any]) -> None:
+    """Log what a background presence task failed with (the next renewal or expiry tries again)."""
+    if task.cancelled():
+        return
+    error = task.exception()
+    if error is not None:
+        _log.warning("match.presence_failed", error=f"{type(error).__name__}: {error}")

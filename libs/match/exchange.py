@@ -21,10 +21,11 @@ from libs.match.actor import MatchClosed
 from libs.runtime.errors import (
     InvalidArgument,
     ResourceExhausted,
-    ServiceError,
+    Unavailable,
     code_number,
     internal_error_reason,
     status_code,
+    translated,
 )
 from libs.runtime.log import bind_request_id, current_request_id
 from libs.runtime.metrics import StreamCallMetrics
@@ -45,9 +46,12 @@ _SUBMITS = StreamCallMetrics("skillclassics.rules.v1.RulesService", "Exchange", 
 
 
 def refusal(error: BaseException) -> rules_pb2.Refusal:
-    """The status ``error`` would have ended its own RPC with, as a reply (never leaking internals)."""
-    if isinstance(error, ServiceError):
-        return rules_pb2.Refusal(code=code_number(error.code), message=error.reason)
+    """The status ``error`` would have ended its own RPC with, as a reply (never leaking internals): an
+    unreachable database too is ``UNAVAILABLE`` with "retry in N ms" in its reason, as the interceptor
+    answers it (:func:`~libs.runtime.errors.translated`)."""
+    refused = translated(error)
+    if refused is not None:
+        return rules_pb2.Refusal(code=code_number(refused.code), message=refused.reason)
     if isinstance(error, MatchClosed):
         return rules_pb2.Refusal(code=code_number(grpc.StatusCode.UNAVAILABLE), message=SHUTTING_DOWN)
     _log.error("exchange.internal_error", exc_info=error)
@@ -67,6 +71,9 @@ class ExchangeSession:
         self._wake = asyncio.Event()
         self._watches: dict[int, asyncio.Task[None]] = {}
         self._submits: set[asyncio.Task[None]] = set()
+        self._reader: asyncio.Task[None] | None = None
+        self._draining: str | None = None
+        """Why the stream is ending because the service is (see :meth:`drain`)."""
         self.batches_in = 0
         """Request messages read (each a batch of calls)."""
         self.batches_out = 0
@@ -77,12 +84,17 @@ class ExchangeSession:
     ) -> AsyncIterator[rules_pb2.ExchangeResponse]:
         """The stream's responses. When the caller half-closes, watches end and the submits already
         received are answered before the stream ends; when the caller goes away, watches end and those
-        submits still complete (an accepted action is applied whether or not its answer is read)."""
-        reader = asyncio.create_task(self._read(requests))
+        submits still complete (an accepted action is applied whether or not its answer is read). When
+        the service drains (:meth:`drain`), the stream ends ``UNAVAILABLE`` once the submits already
+        received are answered (at once when it drained before the stream began)."""
+        reader = self._reader = asyncio.create_task(self._read(requests))
         try:
             while True:
                 if not self._replies:
-                    if reader.done():
+                    if self._draining is not None:
+                        if not self._submits:
+                            raise Unavailable(self._draining)
+                    elif reader.done():
                         reader.result()  # the caller's stream failed: end ours the same way
                         for task in self._watches.values():
                             task.cancel()
@@ -103,6 +115,23 @@ class ExchangeSession:
             reader.cancel()
             for task in self._watches.values():
                 task.cancel()
+
+    def drain(self, reason: str) -> None:
+        """The service is shutting down (a restart): take no more calls, end every watch at once with
+        ``UNAVAILABLE`` and ``reason``, answer the submits already received, then end the stream the
+        same way. The caller (the gateway) then ends its players' streams at once, and they reconnect
+        (to this shard once it is back) instead of waiting out the drain grace on a stream that carries
+        nothing more."""
+        if self._draining is not None:
+            return
+        self._draining = reason
+        if self._reader is not None:
+            self._reader.cancel()  # calls not read yet fail with the stream; the caller retries them
+        watches, self._watches = self._watches, {}
+        for call_id, task in watches.items():
+            task.cancel()
+            self._refuse(call_id, Unavailable(reason))
+        self._wake.set()
 
     async def _gather(self) -> None:
         """Let replies that are a turn or two of the event loop away join the batch: a move's answer and

@@ -47,6 +47,8 @@ class EventKind(StrEnum):
     """An end the actions do not imply: a timeout, a disconnect forfeit, a no-show abort."""
     CHANCE = "chance"
     """A draw from the match's fairness stream (a shuffle, the first dealer) handed to the engine."""
+    RESUMED = "resumed"
+    """The shard was down from ``down_from_ms`` until this event: that time is charged to nobody."""
 
 
 class MatchStatus(StrEnum):
@@ -178,8 +180,9 @@ SAME_INSTANT_ORDER = ("flag", "disconnect")
 
 The flag comes first: the clock is the game's own rule (the ruleset says what it means, e.g. a FIDE draw
 against a lone king) and is measured by the server to the millisecond, while a disconnection's instant is
-when the gateway noticed a closed stream. Between two disconnect forfeits at the same instant (both seats
-gone since before the first move, say), the seat to move forfeits: its absence is what holds the game up.
+when a gateway last vouched for the seat (a stream's close, or a lease's last renewal). Between two
+disconnect forfeits at the same instant (both seats gone since before the first move, say), the seat to
+move forfeits: its absence is what holds the game up.
 """
 
 
@@ -325,8 +328,12 @@ def step(family: Family, record: MatchRecord, event: MatchEvent) -> MatchRecord:
         if event.payload["connected"]:
             since[event.seat] = None
         elif since[event.seat] is None:
-            since[event.seat] = event.at_ms
+            # A lease that ran out: the seat was last vouched for at since_ms (libs/match/presence.py).
+            since[event.seat] = min(int(event.payload.get("since_ms", event.at_ms)), event.at_ms)
         return replace(base, disconnected_since=tuple(since))
+    if event.kind is EventKind.RESUMED:
+        credited = resumed(record, int(event.payload["down_from_ms"]), event.at_ms)
+        return replace(credited, sequence=event.sequence, last_event=event)
     if event.kind is EventKind.RESIGN:
         assert event.seat is not None
         return _end(base, family.engine.resignation_outcome(record.game, event.seat), event.at_ms)
@@ -343,6 +350,32 @@ def step(family: Family, record: MatchRecord, event: MatchEvent) -> MatchRecord:
         updated = replace(base, game=game, draws=(*record.draws, DrawUsed(request, values)))
         return updated if outcome is None else _end(updated, outcome, event.at_ms)
     raise ValueError(f"unexpected event kind {event.kind}")
+
+
+def resumed(record: MatchRecord, down_from_ms: int, at_ms: int) -> MatchRecord:
+    """The record after its shard was down from ``down_from_ms`` to ``at_ms``: nobody is charged for it.
+
+    "Server downtime is not a player's time" (docs/match-runtime.md). The outage starts no earlier
+    than the record's last event (the shard was up when it logged it). Every running count stops for
+    the outage and goes on from ``at_ms`` where it stood at its start: the side to move's clock (the
+    time it had at ``down_from_ms``), the first mover's no-show count, and each disconnected seat's
+    forfeit count (nobody could reconnect to a shard that was down). A flag or a forfeit that fell
+    before the outage is not undone: the caller ends the match for it first.
+    """
+    start = min(max(down_from_ms, record.last_at_ms), at_ms)
+    credit = at_ms - start
+    if credit <= 0 or record.is_over:
+        return record
+    clock = record.clock
+    if clock.is_running:
+        assert clock.since_ms is not None
+        clock = clock.pause(max(start, clock.since_ms)).resume(at_ms)
+    live = record.live_since_ms
+    if live is None:
+        # Waiting for the first move: its count resumes where it stood.
+        return replace(record, clock=clock, turn_since_ms=record.turn_since_ms + credit)
+    since = tuple(None if s is None else max(s, live) + credit for s in record.disconnected_since)
+    return replace(record, clock=clock, disconnected_since=since)
 
 
 def _end(record: MatchRecord, outcome: Outcome, at_ms: int) -> MatchRecord:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -15,6 +16,7 @@ from libs.match.deadlines import Deadlines
 from libs.match.family import Family
 from libs.match.ids import MatchId, MatchIdError
 from libs.match.model import EventKind, MatchEvent, MatchSetup
+from libs.match.presence import DEFAULT_LEASE_MS, clamp_lease_ms
 from libs.match.reporting import ResultReporter
 from libs.match.store import MatchStore, MatchSummaryRow
 from libs.runtime.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
@@ -38,7 +40,20 @@ class MatchRuntime:
         time: ServiceTime,
         reporter: ResultReporter | None = None,
         chance: ChanceSource | None = None,
+        *,
+        down_since_ms: int | None = None,
+        credit_downtime: bool = False,
+        lease_ms: int = DEFAULT_LEASE_MS,
     ) -> None:
+        """``down_since_ms``: the last instant the shard's previous owner was known alive (its last
+        heartbeat); from then until this runtime starts the shard was down, and that time is charged to
+        nobody (docs/match-runtime.md, "Server downtime is not a player's time"). ``None`` with
+        ``credit_downtime``: the latest event of the shard's unfinished matches stands in for it;
+        ``None`` without it: nothing is credited. ``lease_ms``: the presence lease a renewal that names
+        none gets, and the one every seat connected in the log gets on recovery."""
+        self._down_since_ms = down_since_ms
+        self._credit_downtime = credit_downtime
+        self.lease_ms = lease_ms
         self._reporter = reporter
         self._chance = chance
         self.family = family
@@ -57,10 +72,25 @@ class MatchRuntime:
         logs = await self._store.load_unfinished()
         for match_id, events in logs.items():
             self._actors[match_id] = self._actor(events)
-        for actor in list(self._actors.values()):
-            await actor.start()
+        down_from = self._down_since_ms
+        if down_from is None and self._credit_downtime and logs:
+            # WIRING POINT: until the shard lock reports the previous owner's last heartbeat, the latest
+            # logged instant of the shard stands in (it may credit the quiet time before a crash too).
+            down_from = max(events[-1].at_ms for events in logs.values())
+        # All at once: each match's resumed event is logged at (nearly) the same instant, in shared
+        # group commits, rather than one after another while the later ones' clocks would run.
+        actors = list(self._actors.values())
+        await asyncio.gather(*(actor.start(down_from) for actor in actors))
+        for actor in actors:
             self._note_if_finished(actor)
-        _log.info("matches.recovered", family=self.family.name, shard=self.shard, matches=len(logs))
+        _log.info(
+            "matches.recovered",
+            family=self.family.name,
+            shard=self.shard,
+            matches=len(logs),
+            down_from_ms=down_from,
+            down_ms=None if down_from is None else self.now_ms() - down_from,
+        )
 
     @property
     def store(self) -> MatchStore:
@@ -137,7 +167,41 @@ class MatchRuntime:
 
     def _actor(self, events: list[MatchEvent]) -> MatchActor:
         notify = self._reporter.notify if self._reporter is not None else (lambda: None)
-        return MatchActor(self.family, events, self._store, self._deadlines, self._time, notify, self._chance)
+        return MatchActor(
+            self.family, events, self._store, self._deadlines, self._time, notify, self._chance, self.lease_ms
+        )
+
+    async def renew_presence(
+        self,
+        holder: str,
+        held: Sequence[tuple[str, int]],
+        released: Sequence[tuple[str, int]],
+        lease_ms: int = 0,
+    ) -> tuple[int, list[tuple[str, int]]]:
+        """A gateway instance's presence report (``RenewPresence``): release ``released``, renew ``held``
+        for ``lease_ms`` (0: the default; clamped to 1-60 s). Returns the lease granted and the seats of
+        ``held`` nobody holds a lease on (unknown here, out of range, or over). Answers once every change
+        of presence it caused is logged."""
+        granted = clamp_lease_ms(lease_ms, self.lease_ms)
+        pending: list[asyncio.Future[None]] = []
+        for match_id, seat in released:
+            actor = self._actors.get(match_id)
+            if actor is not None and actor.seat_in_range(seat):
+                task = actor.release_presence(seat, holder)
+                if task is not None:
+                    pending.append(task)
+        ignored: list[tuple[str, int]] = []
+        for match_id, seat in held:
+            actor = self._actors.get(match_id)
+            if actor is None or actor.record.is_over or not actor.seat_in_range(seat):
+                ignored.append((match_id, seat))
+                continue
+            task = actor.renew_presence(seat, holder, granted)
+            if task is not None:
+                pending.append(task)
+        for task in set(pending):
+            await asyncio.shield(task)
+        return granted, ignored
 
     def _note_if_finished(self, actor: MatchActor) -> None:
         if not actor.record.is_over:

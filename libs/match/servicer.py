@@ -23,6 +23,7 @@ from libs.match.model import (
     MatchSetup,
 )
 from libs.match.paging import PageScope, decode_token, encode_token, page_size
+from libs.match.presence import MAX_INSTANCE
 from libs.match.results import result_proto
 from libs.match.runtime import MatchRuntime
 from libs.runtime.errors import FailedPrecondition, InvalidArgument, Unavailable
@@ -48,6 +49,29 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         self._family = runtime.family
         self._views: OrderedDict[tuple[str, int, int | None], rules_pb2.View] = OrderedDict()
         self._updates: OrderedDict[tuple[str, int, int | None], rules_pb2.MatchUpdate] = OrderedDict()
+        self._sessions: set[ExchangeSession] = set()
+        self._restarting: str | None = None
+        """Set by :meth:`drain`: why streams end and new ones are refused."""
+
+    def drain(self) -> None:
+        """The service is shutting down: end every watch of every ``Exchange`` stream at once with
+        ``UNAVAILABLE`` ("rules-chess shard 0 is restarting; reconnect from your last sequence"), and
+        each stream once the submits it already carried are answered; refuse new streams and watches the
+        same way. The gateway then ends its players' Play streams at once, and they reconnect, rather
+        than every stream being held for the drain grace and then cut."""
+        self._restarting = (
+            f"rules-{self._family.name} shard {self._runtime.shard} is restarting; "
+            "reconnect from your last sequence"
+        )
+        for session in list(self._sessions):
+            session.drain(self._restarting)
+
+    def serve(self, runtime: MatchRuntime) -> None:
+        """Serve ``runtime`` from now on: the shard's matches rebuilt from the log after the shard was lost
+        and taken again (libs/match/service.py). Calls in progress on the old one end as it closed them."""
+        self._runtime = runtime
+        self._views.clear()
+        self._updates.clear()
 
     async def CreateMatch(
         self, request: rules_pb2.CreateMatchRequest, context: grpc.aio.ServicerContext
@@ -122,9 +146,15 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         request_iterator: AsyncIterator[rules_pb2.ExchangeRequest],
         context: grpc.aio.ServicerContext,
     ) -> AsyncIterator[rules_pb2.ExchangeResponse]:
+        if self._restarting is not None:
+            raise Unavailable(self._restarting)
         session = ExchangeSession(self._submit_sequence, self._watch)
-        async for response in session.serve(request_iterator):
-            yield response
+        self._sessions.add(session)
+        try:
+            async for response in session.serve(request_iterator):
+                yield response
+        finally:
+            self._sessions.discard(session)
 
     async def _submit(self, request: rules_pb2.SubmitActionRequest) -> MatchRecord:
         """Apply one action (SubmitAction's and Exchange's submit): the record it made, durable."""
@@ -152,8 +182,13 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
 
     async def _watch(self, request: rules_pb2.WatchRequest) -> AsyncIterator[rules_pb2.MatchUpdate]:
         """The match as the request's viewer sees it after each event from ``from_sequence`` on (Watch's
-        and Exchange's watch); ends after the final update."""
+        and Exchange's watch); ends after the final update. Refused once the service drains (a watch
+        opened then would only be held until the end of the grace)."""
+        if self._restarting is not None:
+            raise Unavailable(self._restarting)
         actor = await self._runtime.get(request.match_id)
+        if self._restarting is not None:
+            raise Unavailable(self._restarting)
         viewer = _viewer(request, actor)
         first = True
         try:
@@ -166,7 +201,7 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
                     first = False
                 yield update
         except MatchClosed:
-            raise Unavailable(SHUTTING_DOWN) from None
+            raise Unavailable(self._restarting or SHUTTING_DOWN) from None
 
     async def GetMatch(
         self, request: rules_pb2.GetMatchRequest, context: grpc.aio.ServicerContext
@@ -188,6 +223,22 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         sequence = await actor.set_presence(request.seat, request.connected)
         self._runtime.note_progress(actor)
         return rules_pb2.SetPresenceResponse(sequence=sequence)
+
+    async def RenewPresence(
+        self, request: rules_pb2.RenewPresenceRequest, context: grpc.aio.ServicerContext
+    ) -> rules_pb2.RenewPresenceResponse:
+        # Presence leases (libs/match/presence.py): a gateway instance vouches for the seats it streams.
+        if not 0 < len(request.gateway_instance) <= MAX_INSTANCE:
+            raise InvalidArgument(f"gateway_instance must be 1-{MAX_INSTANCE} characters")
+        granted, ignored = await self._runtime.renew_presence(
+            request.gateway_instance,
+            [(s.match_id, s.seat) for s in request.held],
+            [(s.match_id, s.seat) for s in request.released],
+            request.lease_ms,
+        )
+        return rules_pb2.RenewPresenceResponse(
+            lease_ms=granted, ignored=[rules_pb2.PresenceSeat(match_id=m, seat=s) for m, s in ignored]
+        )
 
     async def ListMatches(
         self, request: rules_pb2.ListMatchesRequest, context: grpc.aio.ServicerContext

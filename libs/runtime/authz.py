@@ -113,6 +113,7 @@ POLICY: dict[str, Rule] = {
     _RULES + "Watch": {GATEWAY: None},
     _RULES + "GetMatch": {GATEWAY: None},
     _RULES + "SetPresence": {GATEWAY: None},
+    _RULES + "RenewPresence": {GATEWAY: None},
     _RULES + "Exchange": {GATEWAY: None},
     _RULES + "ListMatches": {OPERATOR: None},
     _RULES + "GetRecord": {GATEWAY: None, OPERATOR: None},

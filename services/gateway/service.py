@@ -19,6 +19,8 @@ variable                        meaning                                         
 ``GATEWAY_BACKEND_TIMEOUT_MS``  the deadline of every unary call to matchmaking or a rules shard  5000
 ``GATEWAY_MAX_CALLS``           unary calls in flight at once (past it: RESOURCE_EXHAUSTED)      2048
 ``GATEWAY_MAX_STREAMS``         streams open at once                                             20000
+``GATEWAY_PRESENCE_RENEW_MS``   how often each shard's presence leases are renewed               2000
+``GATEWAY_PRESENCE_LEASE_MS``   how long a renewed presence lease lasts (>= 2 renewals)          6000
 ==============================  ===============================================================  =========
 
 ``GATEWAY_TOKEN_MAX_LIFETIME_SECONDS`` (default 86400) bounds ``exp - iat`` and how far ahead ``exp`` may
@@ -39,18 +41,24 @@ from skillclassics.matchmaking.v1 import matchmaking_pb2_grpc
 
 from libs.match.routing import RulesChannels, all_shard_addresses
 from libs.runtime import Service, ServiceConfig
+from libs.runtime import server as runtime_server
 from libs.runtime.config import env_int
-from libs.runtime.server import KEEPALIVE_CHANNEL_OPTIONS, MAX_MESSAGE_BYTES
+from libs.runtime.server import MAX_MESSAGE_BYTES
 from services.gateway.limits import Admission, TokenBuckets
+from services.gateway.presence import presence_settings
 from services.gateway.servicer import DEFAULT_MAX_CALLS, DEFAULT_MAX_STREAMS, Backends, GatewayServicer
 from services.gateway.shard_link import ShardLinks
 from services.gateway.tokens import token_verifier
 
-_CHANNEL_OPTIONS: list[tuple[str, object]] = [
-    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-    *KEEPALIVE_CHANNEL_OPTIONS,
-]
+
+def channel_options() -> list[tuple[str, object]]:
+    """The options of the gateway's channels to the backends: the message size, and the platform's
+    keepalive policy (:data:`libs.runtime.server.KEEPALIVE`, which the servers accept), as it is now."""
+    return [
+        ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+        ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+        *runtime_server.KEEPALIVE.channel_options(),
+    ]
 
 
 class GatewayService(Service):
@@ -73,11 +81,12 @@ class GatewayService(Service):
         self._stream_rate = env_int(environ, "GATEWAY_STREAM_RATE", 5, minimum=1)
         self._stream_burst = env_int(environ, "GATEWAY_STREAM_BURST", 10, minimum=1)
         self._timeout_s = env_int(environ, "GATEWAY_BACKEND_TIMEOUT_MS", 5000, minimum=1) / 1000
+        self._presence_renew_ms, self._presence_lease_ms = presence_settings(environ)
         self._admission = Admission(
             env_int(environ, "GATEWAY_MAX_CALLS", DEFAULT_MAX_CALLS, minimum=1),
             env_int(environ, "GATEWAY_MAX_STREAMS", DEFAULT_MAX_STREAMS, minimum=1),
         )
-        self._channels = RulesChannels(config.tls, _CHANNEL_OPTIONS)
+        self._channels = RulesChannels(config.tls, channel_options())
         self.links = ShardLinks(self._channels)
         """One ``Exchange`` stream per rules shard, shared by every Play stream (docs/gateway.md)."""
         self._matchmaking: grpc.aio.Channel | None = None
@@ -92,13 +101,13 @@ class GatewayService(Service):
         lobby = None
         if self._matchmaking_address:
             self._matchmaking = self._config.tls.channel(
-                self._matchmaking_address, "matchmaking", options=_CHANNEL_OPTIONS
+                self._matchmaking_address, "matchmaking", options=channel_options()
             )
             lobby = matchmaking_pb2_grpc.MatchmakingServiceStub(self._matchmaking)
         proofs = None
         if self._fairness_address:
             self._fairness = self._config.tls.channel(
-                self._fairness_address, "fairness", options=_CHANNEL_OPTIONS
+                self._fairness_address, "fairness", options=channel_options()
             )
             proofs = fairness_pb2_grpc.FairnessServiceStub(self._fairness)
         await self.tokens.start()  # a GATEWAY_JWKS_URL is fetched once, off the event loop
@@ -109,6 +118,8 @@ class GatewayService(Service):
             TokenBuckets("stream opens", self._stream_rate, self._stream_burst),
             admission=self._admission,
         )
+        # Presence leases on the rules shards (services/gateway/presence.py, docs/match-runtime.md).
+        self.servicer.presence.configure(renew_ms=self._presence_renew_ms, lease_ms=self._presence_lease_ms)
         gateway_pb2_grpc.add_GatewayServiceServicer_to_server(self.servicer, server)
 
     async def drain(self) -> None:

@@ -21,7 +21,7 @@ from skillclassics.rules.v1 import rules_pb2
 
 from libs.fairness import FAIRNESS_VERSION
 from libs.pairing import Seeker, pair
-from libs.runtime.errors import ServiceError, Unavailable
+from libs.runtime.errors import ServiceError, Unavailable, retry_after_ms
 from libs.runtime.log import get_logger
 from libs.runtime.timesource import ServiceTime
 from services.matchmaking.families import family_rules
@@ -158,7 +158,8 @@ class Matchmaker:
         except grpc.aio.AioRpcError as error:
             raise Unavailable(
                 f"the fairness service could not commit to a seed for a {family} match "
-                f"({error.code().name}: {error.details()}); nothing was changed, try again"
+                f"({error.code().name}: {error.details()}); nothing was changed, try again",
+                retry_after_ms=retry_after_ms(error.trailing_metadata()),  # fairness's own guidance
             ) from None
         return str(reply.commitment)
 

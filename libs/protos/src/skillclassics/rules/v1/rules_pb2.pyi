@@ -362,7 +362,9 @@ class Event(_message.Message):
     AT_MS_FIELD_NUMBER: _builtins.int
     DRAW_FIELD_NUMBER: _builtins.int
     kind: _builtins.str
-    """created, action, resign, presence, end, chance."""
+    """created, action, resign, presence, end, chance, resumed (the shard was down and play resumed:
+    the time it was down was charged to nobody).
+    """
     seat: _builtins.int
     """The seat that acted, when one did."""
     description: _builtins.str
@@ -808,6 +810,98 @@ class SetPresenceResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___SetPresenceResponse: _TypeAlias = SetPresenceResponse  # noqa: Y015
+
+@_typing.final
+class PresenceSeat(_message.Message):
+    """PresenceSeat names one seat of one match."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MATCH_ID_FIELD_NUMBER: _builtins.int
+    SEAT_FIELD_NUMBER: _builtins.int
+    match_id: _builtins.str
+    seat: _builtins.int
+    def __init__(
+        self,
+        *,
+        match_id: _builtins.str = ...,
+        seat: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["match_id", b"match_id", "seat", b"seat"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PresenceSeat: _TypeAlias = PresenceSeat  # noqa: Y015
+
+@_typing.final
+class RenewPresenceRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GATEWAY_INSTANCE_FIELD_NUMBER: _builtins.int
+    HELD_FIELD_NUMBER: _builtins.int
+    RELEASED_FIELD_NUMBER: _builtins.int
+    LEASE_MS_FIELD_NUMBER: _builtins.int
+    gateway_instance: _builtins.str
+    """The gateway process: an id it chose at random when it started (a restarted gateway is a new
+    instance; the leases of the old one expire). 1-64 characters.
+    """
+    lease_ms: _builtins.int
+    """How long the leases in held last from now (0: the shard's default; clamped to 1-60 s). A gateway
+    renews well within it (by default every 2 s with a 6 s lease).
+    """
+    @_builtins.property
+    def held(self) -> _containers.RepeatedCompositeFieldContainer[Global___PresenceSeat]:
+        """Seats with an open stream on this gateway process: their leases are renewed (or taken)."""
+
+    @_builtins.property
+    def released(self) -> _containers.RepeatedCompositeFieldContainer[Global___PresenceSeat]:
+        """Seats whose last stream on this gateway process closed: their leases are released now."""
+
+    def __init__(
+        self,
+        *,
+        gateway_instance: _builtins.str = ...,
+        held: _abc.Iterable[Global___PresenceSeat] | None = ...,
+        released: _abc.Iterable[Global___PresenceSeat] | None = ...,
+        lease_ms: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["gateway_instance", b"gateway_instance", "held", b"held", "lease_ms", b"lease_ms", "released", b"released"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RenewPresenceRequest: _TypeAlias = RenewPresenceRequest  # noqa: Y015
+
+@_typing.final
+class RenewPresenceResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LEASE_MS_FIELD_NUMBER: _builtins.int
+    IGNORED_FIELD_NUMBER: _builtins.int
+    lease_ms: _builtins.int
+    """The lease the shard granted, in ms."""
+    @_builtins.property
+    def ignored(self) -> _containers.RepeatedCompositeFieldContainer[Global___PresenceSeat]:
+        """Seats of held the shard does not hold a lease on: an unknown match, a match of another shard, a
+        seat out of range, or a match that is over. The gateway may stop renewing them.
+        """
+
+    def __init__(
+        self,
+        *,
+        lease_ms: _builtins.int = ...,
+        ignored: _abc.Iterable[Global___PresenceSeat] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["ignored", b"ignored", "lease_ms", b"lease_ms"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RenewPresenceResponse: _TypeAlias = RenewPresenceResponse  # noqa: Y015
 
 @_typing.final
 class ListMatchesRequest(_message.Message):

@@ -66,6 +66,11 @@ class RulesServiceStub:
                 request_serializer=skillclassics_dot_rules_dot_v1_dot_rules__pb2.SetPresenceRequest.SerializeToString,
                 response_deserializer=skillclassics_dot_rules_dot_v1_dot_rules__pb2.SetPresenceResponse.FromString,
                 _registered_method=True)
+        self.RenewPresence = channel.unary_unary(
+                '/skillclassics.rules.v1.RulesService/RenewPresence',
+                request_serializer=skillclassics_dot_rules_dot_v1_dot_rules__pb2.RenewPresenceRequest.SerializeToString,
+                response_deserializer=skillclassics_dot_rules_dot_v1_dot_rules__pb2.RenewPresenceResponse.FromString,
+                _registered_method=True)
         self.ListMatches = channel.unary_unary(
                 '/skillclassics.rules.v1.RulesService/ListMatches',
                 request_serializer=skillclassics_dot_rules_dot_v1_dot_rules__pb2.ListMatchesRequest.SerializeToString,
@@ -131,6 +136,17 @@ class RulesServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RenewPresence(self, request, context):
+        """RenewPresence is how a gateway process reports presence as leases (docs/match-runtime.md,
+        "Presence is a lease"): one call per shard every few seconds renews a lease on every seat that has
+        an open stream on that gateway process, and a seat whose last stream there closed is released at
+        once. A seat is connected while any gateway's lease on it is live; when the last one is released
+        or expires (a gateway that crashed renews nothing) the seat is logged disconnected.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ListMatches(self, request, context):
         """ListMatches lists the matches of this shard (finished and aborted ones included), ordered by match
         id, one page at a time (AIP-158): a response holds at most page_size matches, and its
@@ -189,6 +205,11 @@ def add_RulesServiceServicer_to_server(servicer, server):
                     servicer.SetPresence,
                     request_deserializer=skillclassics_dot_rules_dot_v1_dot_rules__pb2.SetPresenceRequest.FromString,
                     response_serializer=skillclassics_dot_rules_dot_v1_dot_rules__pb2.SetPresenceResponse.SerializeToString,
+            ),
+            'RenewPresence': grpc.unary_unary_rpc_method_handler(
+                    servicer.RenewPresence,
+                    request_deserializer=skillclassics_dot_rules_dot_v1_dot_rules__pb2.RenewPresenceRequest.FromString,
+                    response_serializer=skillclassics_dot_rules_dot_v1_dot_rules__pb2.RenewPresenceResponse.SerializeToString,
             ),
             'ListMatches': grpc.unary_unary_rpc_method_handler(
                     servicer.ListMatches,
@@ -348,6 +369,33 @@ class RulesService:
             '/skillclassics.rules.v1.RulesService/SetPresence',
             skillclassics_dot_rules_dot_v1_dot_rules__pb2.SetPresenceRequest.SerializeToString,
             skillclassics_dot_rules_dot_v1_dot_rules__pb2.SetPresenceResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RenewPresence(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/skillclassics.rules.v1.RulesService/RenewPresence',
+            skillclassics_dot_rules_dot_v1_dot_rules__pb2.RenewPresenceRequest.SerializeToString,
+            skillclassics_dot_rules_dot_v1_dot_rules__pb2.RenewPresenceResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -56,6 +56,13 @@ class RulesServiceStub:
     """SetPresence reports that a seat's connection opened or closed (the gateway calls it); the
     disconnect-forfeit rule runs on it.
     """
+    RenewPresence: _grpc.UnaryUnaryMultiCallable[_rules_pb2.RenewPresenceRequest, _rules_pb2.RenewPresenceResponse]
+    """RenewPresence is how a gateway process reports presence as leases (docs/match-runtime.md,
+    "Presence is a lease"): one call per shard every few seconds renews a lease on every seat that has
+    an open stream on that gateway process, and a seat whose last stream there closed is released at
+    once. A seat is connected while any gateway's lease on it is live; when the last one is released
+    or expires (a gateway that crashed renews nothing) the seat is logged disconnected.
+    """
     ListMatches: _grpc.UnaryUnaryMultiCallable[_rules_pb2.ListMatchesRequest, _rules_pb2.ListMatchesResponse]
     """ListMatches lists the matches of this shard (finished and aborted ones included), ordered by match
     id, one page at a time (AIP-158): a response holds at most page_size matches, and its
@@ -103,6 +110,13 @@ class RulesServiceAsyncStub(RulesServiceStub):
     SetPresence: _aio.UnaryUnaryMultiCallable[_rules_pb2.SetPresenceRequest, _rules_pb2.SetPresenceResponse]  # type: ignore[assignment]
     """SetPresence reports that a seat's connection opened or closed (the gateway calls it); the
     disconnect-forfeit rule runs on it.
+    """
+    RenewPresence: _aio.UnaryUnaryMultiCallable[_rules_pb2.RenewPresenceRequest, _rules_pb2.RenewPresenceResponse]  # type: ignore[assignment]
+    """RenewPresence is how a gateway process reports presence as leases (docs/match-runtime.md,
+    "Presence is a lease"): one call per shard every few seconds renews a lease on every seat that has
+    an open stream on that gateway process, and a seat whose last stream there closed is released at
+    once. A seat is connected while any gateway's lease on it is live; when the last one is released
+    or expires (a gateway that crashed renews nothing) the seat is logged disconnected.
     """
     ListMatches: _aio.UnaryUnaryMultiCallable[_rules_pb2.ListMatchesRequest, _rules_pb2.ListMatchesResponse]  # type: ignore[assignment]
     """ListMatches lists the matches of this shard (finished and aborted ones included), ordered by match
@@ -178,6 +192,19 @@ class RulesServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_rules_pb2.SetPresenceResponse, _abc.Awaitable[_rules_pb2.SetPresenceResponse]]:
         """SetPresence reports that a seat's connection opened or closed (the gateway calls it); the
         disconnect-forfeit rule runs on it.
+        """
+
+    @_abc_1.abstractmethod
+    def RenewPresence(
+        self,
+        request: _rules_pb2.RenewPresenceRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_rules_pb2.RenewPresenceResponse, _abc.Awaitable[_rules_pb2.RenewPresenceResponse]]:
+        """RenewPresence is how a gateway process reports presence as leases (docs/match-runtime.md,
+        "Presence is a lease"): one call per shard every few seconds renews a lease on every seat that has
+        an open stream on that gateway process, and a seat whose last stream there closed is released at
+        once. A seat is connected while any gateway's lease on it is live; when the last one is released
+        or expires (a gateway that crashed renews nothing) the seat is logged disconnected.
         """
 
     @_abc_1.abstractmethod
