@@ -107,6 +107,8 @@ class MatchActor:
         self._time = time
         self._lock = asyncio.Lock()
         self._watchers: set[_Watcher] = set()
+        self._closed = False
+        """Set by :meth:`close`: no watcher is added any more."""
         self._keys = {e.idempotency_key: e for e in events if e.idempotency_key}
         self._armed_at: int | None = None
         """The wake-up instant wanted (``None``: none)."""
@@ -483,6 +485,10 @@ class MatchActor:
         match (after its final update)."""
         watcher = _Watcher()
         async with self._lock:
+            if self._closed:
+                # Closed (the shard is shutting down, or lost its ownership and reloads every match into
+                # a new runtime): a watcher added now would never hear of the match again.
+                raise MatchClosed
             current = self.record.sequence
             if from_sequence > current:
                 raise InvalidArgument(f"from_sequence {from_sequence} is ahead of the match (at {current})")
@@ -512,6 +518,7 @@ class MatchActor:
             self._watchers.discard(watcher)
 
     def close(self) -> None:
+        self._closed = True
         if self._lease_timer is not None:
             self._lease_timer.cancel()
             self._lease_timer = self._lease_timer_at = None

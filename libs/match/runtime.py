@@ -19,7 +19,7 @@ from libs.match.model import EventKind, MatchEvent, MatchSetup
 from libs.match.presence import DEFAULT_LEASE_MS, clamp_lease_ms
 from libs.match.reporting import ResultReporter
 from libs.match.store import MatchStore, MatchSummaryRow
-from libs.runtime.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
+from libs.runtime.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound, Unavailable
 from libs.runtime.log import get_logger
 from libs.runtime.timesource import ServiceTime
 
@@ -63,6 +63,11 @@ class MatchRuntime:
         self._time = time
         self._actors: dict[str, MatchActor] = {}
         self._finished: OrderedDict[str, None] = OrderedDict()
+        self._closed = False
+        """Set by :meth:`close`: every call is refused ``UNAVAILABLE`` from then on. A shard that lost its
+        ownership closes its runtime and, once it holds the shard again, serves a new one read from the
+        log; until then a call must not reach (nor load) an actor of the closed one, whose updates would
+        never come."""
 
     async def start(self) -> None:
         """Rebuild every unfinished match from its log, end what fell due while down, re-arm the rest."""
@@ -116,12 +121,20 @@ class MatchRuntime:
             )
         return parsed
 
+    def _serving(self) -> None:
+        if self._closed:
+            raise Unavailable(
+                f"rules-{self.family.name} shard {self.shard} is not serving right now (restarting, or "
+                "taking its shard again after losing it); retry"
+            )
+
     async def create(self, setup: MatchSetup, idempotency_key: str) -> MatchActor:
         """Create the match, or find it again for a retry of the request that created it.
 
         A retry is the same request again: the same idempotency key, seats, options, clock, commitment and
         timeouts. Anything else under an existing match id is ``ALREADY_EXISTS``, naming what differs.
         """
+        self._serving()
         existing = await self._find(setup.match_id)
         if existing is not None:
             _check_retry(existing.events[0], setup, idempotency_key)
@@ -151,10 +164,12 @@ class MatchRuntime:
         return actor
 
     async def _find(self, match_id: str) -> MatchActor | None:
+        self._serving()
         actor = self._actors.get(match_id)
         if actor is not None:
             return actor
         events = await self._store.load_log(match_id)  # a finished match evicted from memory
+        self._serving()  # closed while the log was read: its actors are not to be handed out
         raced = self._actors.get(match_id)  # created or loaded by someone else meanwhile: one actor only
         if raced is not None:
             return raced
@@ -182,6 +197,7 @@ class MatchRuntime:
         for ``lease_ms`` (0: the default; clamped to 1-60 s). Returns the lease granted and the seats of
         ``held`` nobody holds a lease on (unknown here, out of range, or over). Answers once every change
         of presence it caused is logged."""
+        self._serving()
         granted = clamp_lease_ms(lease_ms, self.lease_ms)
         pending: list[asyncio.Future[None]] = []
         for match_id, seat in released:
@@ -232,6 +248,7 @@ class MatchRuntime:
         return [a for a in self._actors.values() if not a.record.is_over]
 
     async def close(self) -> None:
+        self._closed = True
         for actor in self._actors.values():
             actor.close()
         await self._deadlines.close()

@@ -217,12 +217,6 @@ async def test_a_database_outage_is_unavailable_with_retry_guidance_and_the_serv
         await stop_servers(servers)
 
 
-@pytest.mark.xfail(
-    reason="a match stream reopened while the rules shard has lost its ownership (its lock's session "
-    "ended with the restart) follows the match the shard reloads no more, and stalls; the moves "
-    "themselves are retried and applied (shard ownership, issue #17's fencing part)",
-    strict=False,
-)
 async def test_the_load_harness_rides_out_a_database_restart_without_failing_a_match(
     private_postgres: PrivatePostgres, tmp_path: Path
 ) -> None:

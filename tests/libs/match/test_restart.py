@@ -199,3 +199,31 @@ async def test_a_restart_re_arms_every_wake_up_and_an_untouched_flag_still_falls
     assert aborted.status is MatchStatus.ABORTED
     assert aborted.ended_at_ms == abort_at
     assert shard.deadlines.armed == {}
+
+
+async def test_a_closed_runtime_hands_out_no_actor_and_a_closed_actor_takes_no_watcher(shard: Shard) -> None:
+    """A shard that lost its ownership closes its runtime and serves a new one once it holds the shard
+    again. A watch opened in between must be refused (the client retries and reaches the new runtime),
+    never attached to an actor of the closed one, whose updates would never come: the stream would hang.
+    """
+    from libs.match.actor import MatchClosed
+    from libs.runtime.errors import Unavailable
+
+    runtime = await shard.start()
+    match_id = "chess.0.closed"
+    await _create(runtime, match_id, shard.time)
+    actor = await runtime.get(match_id)
+    await runtime.close()
+    shard.runtime = None
+    with pytest.raises(Unavailable, match="not serving right now"):
+        await runtime.get(match_id)
+    with pytest.raises(Unavailable, match="not serving right now"):
+        await runtime.get("chess.0.unknown")  # not even read from the log
+    with pytest.raises(Unavailable):
+        await _create(runtime, "chess.0.other", shard.time)
+    with pytest.raises(MatchClosed):
+        await anext(aiter(actor.watch(0)))
+
+    runtime = await shard.start()  # the new runtime serves the match, watchers included
+    first = await anext(aiter((await runtime.get(match_id)).watch(0)))
+    assert first.sequence >= 1
