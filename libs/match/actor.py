@@ -361,11 +361,15 @@ class MatchActor:
                     _log.warning("match.chance_unavailable", match_id=self.match_id, reason=str(error))
                     self._retry_chance_later()
                     return
-                payload = {
+                payload: dict[str, Any] = {
                     "request": request.to_json(),
                     "values": list(values),
                     "description": f"{request.stream} #{request.index} drawn",
                 }
+                if self.record.live_since_ms is not None:
+                    # Play has begun: the wait for this draw, from the event that made it needed, is
+                    # charged to nobody (model.step).
+                    payload["waited_from_ms"] = self.record.last_at_ms
                 event = MatchEvent(self.record.sequence + 1, EventKind.CHANCE, self.now_ms(), payload)
                 await self._commit(step(self.family, self.record, event))
         finally:

@@ -246,6 +246,10 @@ class MatchRecord:
         mover = self.to_move(family)
         if mover is None:
             return []
+        if self.live_since_ms is not None and self.chance_needed(family) is not None:
+            # Play waits for a draw from the fairness service: nobody can act, so nothing falls due (the
+            # draw's event charges the wait to nobody, and the counts go on from there).
+            return []
         if self.live_since_ms is None:
             # Play has not begun: no clock runs and nobody can forfeit; a first move that does not come
             # in time aborts the match.
@@ -340,6 +344,13 @@ def step(family: Family, record: MatchRecord, event: MatchEvent) -> MatchRecord:
     if event.kind is EventKind.END:
         return _end(base, outcome_from_json(event.payload["outcome"]), int(event.payload["ended_at_ms"]))
     if event.kind is EventKind.CHANCE:
+        waited_from = event.payload.get("waited_from_ms")
+        if waited_from is not None and record.live_since_ms is not None:
+            # Nobody could act while the draw was awaited (the fairness service slow or down): that wait
+            # is charged to nobody, as a server outage is not (docs/match-runtime.md).
+            base = replace(
+                resumed(record, int(waited_from), event.at_ms), sequence=event.sequence, last_event=event
+            )
         request = ChanceRequest.from_json(event.payload["request"])
         needed = family.engine.chance_needed(record.game)
         if needed != request:

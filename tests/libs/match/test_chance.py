@@ -311,3 +311,35 @@ async def test_the_seed_asks_back_off(migrated_url: str) -> None:
     assert 4 <= dice.asks <= 8, dice.asks
     assert dice.calls == []  # still waiting for the seeds
     actor.close()
+
+
+async def test_the_wait_for_a_draw_is_charged_to_nobody_and_nothing_falls_due_meanwhile(
+    migrated_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once play has begun, nobody can act while a draw is awaited (the fairness service slow or down): the
+    side to move's clock does not run for it, no flag or forfeit falls due meanwhile, and a replay of the
+    log gives the same clock."""
+    monkeypatch.setattr(actor_module, "CHANCE_RETRY_SECONDS", 0.05)
+    dice = Dice()
+    actor = await _actor(migrated_url, "race.0.waited", dice)
+    await actor.submit(0, "k1", EventKind.ACTION, {"action": {"roll": True}})  # play begins; 1 to move
+    await actor.submit(1, "k2", EventKind.ACTION, {"action": {"roll": True}})
+    dice.down = True
+    await actor.submit(0, "k3", EventKind.ACTION, {"action": {"roll": True}})  # seat 1 to move, die pending
+    before = actor.record.clock.remaining_ms(1, actor.record.last_at_ms)
+    assert actor.record.due(FAMILY) == []  # waiting for the draw: no flag can fall
+    await asyncio.sleep(0.6)
+    dice.down = False
+    for _ in range(100):
+        await asyncio.sleep(0.02)
+        if actor.record.game.pending is None:
+            break
+    assert actor.record.game.pending is None
+    drawn = actor.events[-1]
+    assert drawn.kind is EventKind.CHANCE
+    assert drawn.at_ms - drawn.payload["waited_from_ms"] >= 500
+    after = actor.record.clock.remaining_ms(1, drawn.at_ms)
+    assert before - after <= 50, f"seat 1 was charged {before - after} ms for the wait"
+    assert "flag" in [d.kind for d in actor.record.due(FAMILY)]  # counts go on after the draw
+    assert rebuild(FAMILY, list(actor.events)).clock == actor.record.clock
+    actor.close()
