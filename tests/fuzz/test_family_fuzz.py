@@ -1,0 +1,329 @@
+"""The families' parsers and engines fuzzed directly: whatever a player sends, in whatever state, the
+family either accepts it or refuses it with its documented refusal (``MalformedActionError`` for what it
+cannot read, ``IllegalActionError`` for what the state forbids, ``InvalidOptionsError`` for options),
+never another exception; a refused action leaves the state exactly as it was; and an accepted one was
+among the actions ``legal_actions`` offered that seat.
+
+States: chess from the start, one move in, castling, en passant and promotion positions, a FIDE game
+with a draw offer pending, and finished games (mate, agreed draw); gin rummy waiting for its deal, in
+the upcard offer, mid-hand (reached by a random walk of legal actions from a drawn shuffle) and over.
+Actions: random text, UCI- and SAN-shaped strings, the draw words, gin's words with every card and
+some that are not cards, and the legal actions of either seat (so the wrong seat's moves too).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import dataclasses
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from skillclassics.rules.v1 import rules_pb2
+
+from libs.engines.base import ActionContext, IllegalActionError, InvalidOptionsError, MalformedActionError
+from libs.engines.chess import CHESS, ChessOptions, ChessState, Ruleset
+from libs.engines.chess import parse_action as parse_chess
+from libs.engines.chess.actions import Move
+from libs.engines.gin import GIN, GinOptions, GinState, Phase, Variant
+from libs.engines.gin import parse_action as parse_gin
+from libs.engines.gin.cards import CARD_TEXT
+from services.rules_chess.family import ChessFamily
+from services.rules_gin.family import GinFamily
+from tests.fuzz.conftest import fuzz
+from tests.fuzz.notation import DRAW_WORDS, GIN_WORDS, NOT_CARDS, SAN_LIKE, UCI_LIKE, gin_words
+from tests.fuzz.strategies import messages, texts
+
+CONTEXT = ActionContext(remaining_ms=(60_000, 60_000))
+REFUSALS = (MalformedActionError, IllegalActionError)
+"""What a family may raise for an action: nothing else."""
+
+# -- chess ------------------------------------------------------------------------------------------------
+
+
+def _chess(
+    moves: tuple[str, ...] = (), fen: str | None = None, ruleset: Ruleset = Ruleset.CONTEST
+) -> ChessState:
+    state = CHESS.new_game(ChessOptions(ruleset, fen))
+    for ply, move in enumerate(moves):
+        seat = CHESS.to_move(state)
+        assert seat is not None, (moves, ply)
+        state = CHESS.apply(state, seat, move, CONTEXT)
+    return state
+
+
+def _chess_states() -> dict[str, ChessState]:
+    fide_offer = CHESS.apply(_chess(("e2e4",), ruleset=Ruleset.FIDE), 0, "offer_draw", CONTEXT)
+    agreed = CHESS.apply(fide_offer, 1, "accept_draw", CONTEXT)
+    return {
+        "start": _chess(),
+        "start-fide": _chess(ruleset=Ruleset.FIDE),
+        "one-move-in": _chess(("e2e4",)),
+        "castling": _chess(fen="r3k2r/pppppppp/8/8/8/8/PPPPPPPP/R3K2R w KQkq - 0 1"),
+        "en-passant": _chess(fen="4k3/8/8/3pP3/8/8/8/4K3 w - d6 0 1"),
+        "promotion": _chess(fen="8/4P3/8/8/8/8/k7/4K3 w - - 0 1"),
+        "black-promotes": _chess(fen="4k3/8/8/8/8/8/3p4/K7 b - - 0 1"),
+        "draw-offered": fide_offer,
+        "mated": _chess(("f2f3", "e7e5", "g2g4", "d8h4")),
+        "draw-agreed": agreed,
+    }
+
+
+CHESS_STATES = _chess_states()
+
+
+def _chess_snapshot(state: ChessState, listed: bool = True) -> tuple[Any, ...]:
+    """What a chess state is (with its legal actions unless ``listed`` is false: listing them fills the
+    state's memo of them, which changes the path ``apply`` takes)."""
+    legal = (CHESS.legal_actions(state, 0), CHESS.legal_actions(state, 1)) if listed else ()
+    return (
+        state.fen,
+        tuple(move.uci() for move in state.board().move_stack),
+        state.moves_uci,
+        state.moves_san,
+        state.draw_offer,
+        state.result,
+        state.remaining_ms,
+        state.claimable_draw,
+        state.options,
+        *legal,
+    )
+
+
+def chess_texts(state: ChessState) -> st.SearchStrategy[str]:
+    """What a player might type in ``state``: anything, move-shaped strings, the draw words, and the
+    legal moves of both seats (UCI and SAN), with spaces around some."""
+    legal = [*CHESS.legal_actions(state, 0), *CHESS.legal_actions(state, 1)]
+    sans = list(CHESS.view(state, None).legal_moves_san)
+    shaped = st.one_of(
+        st.from_regex(UCI_LIKE),
+        st.from_regex(SAN_LIKE),
+        st.sampled_from(DRAW_WORDS),
+        *([st.sampled_from(legal + sans)] if legal or sans else []),
+    )
+    padded = st.builds(
+        lambda pad, text: f"{pad}{text}{pad}", st.sampled_from((" ", "\t", "\n", "\u00a0")), shaped
+    )
+    return st.one_of(texts(), shaped, shaped, padded)
+
+
+@pytest.mark.parametrize("name", sorted(CHESS_STATES))
+@fuzz(40)
+@given(data=st.data())
+def test_chess_actions_are_applied_or_refused(name: str, data: st.DataObject) -> None:
+    state = CHESS_STATES[name]
+    seat = data.draw(st.sampled_from((0, 1)), label="seat")
+    text = data.draw(chess_texts(state), label="action")
+    if data.draw(st.booleans(), label="fresh"):
+        # The same position without its legal moves listed yet: apply then resolves the move itself
+        # (what replaying a log does) instead of looking it up in the list.
+        state = dataclasses.replace(state, _board=state.board())
+    before = _chess_snapshot(state, listed=False)
+    try:
+        after = CHESS.apply(state, seat, text, CONTEXT)
+    except REFUSALS:
+        assert _chess_snapshot(state, listed=False) == before, "a refused action changed the state"
+        return
+    assert _chess_snapshot(state, listed=False) == before, "applying an action changed its state"
+    action = parse_chess(text)
+    offered = CHESS.legal_actions(state, seat)
+    if isinstance(action, Move):
+        assert after.moves_uci[-1] in offered, (text, offered)
+        assert after.ply_count == state.ply_count + 1
+    else:
+        assert action.notation in offered, (text, offered)
+
+
+@given(text=st.one_of(texts(), st.from_regex(UCI_LIKE), st.from_regex(SAN_LIKE), st.sampled_from(DRAW_WORDS)))
+@fuzz(200)
+def test_chess_parser_reads_or_says_malformed(text: str) -> None:
+    try:
+        action = parse_chess(text)
+    except MalformedActionError:
+        return
+    assert parse_chess(action.notation) == action  # what it read, it reads back
+
+
+def _action_overrides() -> dict[str, st.SearchStrategy[Any]]:
+    return {
+        "move": st.one_of(st.from_regex(UCI_LIKE), st.from_regex(SAN_LIKE)),
+        "GinAction.action": st.sampled_from(("stock", "take", "discard 7H")),
+    }
+
+
+@given(
+    action=st.one_of(
+        messages(rules_pb2.Action, overrides=_action_overrides()),
+        messages(rules_pb2.Action, overrides=_action_overrides(), hostile=False),
+    ),
+    name=st.sampled_from(sorted(CHESS_STATES)),
+    seat=st.sampled_from((0, 1)),
+)
+@fuzz(100)
+def test_chess_family_reads_any_action_message(action: rules_pb2.Action, name: str, seat: int) -> None:
+    """An Action message of any shape: read (then applied or refused) or MalformedActionError."""
+    family = ChessFamily()
+    try:
+        parsed = family.action_from_proto(action)
+    except MalformedActionError:
+        return
+    assert family.action_from_json(family.action_to_json(parsed)) == parsed
+    state = CHESS_STATES[name]
+    before = _chess_snapshot(state)
+    try:
+        CHESS.apply(state, seat, parsed, CONTEXT)
+    except REFUSALS:
+        pass
+    else:
+        family.describe(state, parsed)  # the record's notation of an accepted action
+    assert _chess_snapshot(state) == before
+
+
+FEN_LIKE = (
+    r"\A([1-8pnbrqkPNBRQK]{1,8}/){7}[1-8pnbrqkPNBRQK]{1,8} [wb] (-|K?Q?k?q?) (-|[a-h][36]) \d{1,4} \d{1,4}\Z"
+)
+
+
+@given(
+    options=messages(
+        rules_pb2.MatchOptions,
+        overrides={"initial_fen": st.one_of(st.from_regex(FEN_LIKE), st.just(""))},
+    )
+)
+@fuzz(100)
+def test_chess_family_reads_any_options(options: rules_pb2.MatchOptions) -> None:
+    """MatchOptions of any shape (FENs of any sort): a game, or InvalidOptionsError."""
+    family = ChessFamily()
+    try:
+        parsed = family.options_from_proto(options)
+    except InvalidOptionsError:
+        return
+    state = CHESS.new_game(parsed)
+    assert family.options_from_json(family.options_to_json(parsed)) == parsed
+    assert CHESS.legal_actions(state, CHESS.to_move(state) or 0)
+
+
+# -- gin rummy ----------------------------------------------------------------------------------------------
+
+
+def gin_texts(state: GinState) -> st.SearchStrategy[str]:
+    """Anything, gin's words, and the legal actions of both seats."""
+    legal = [*GIN.legal_actions(state, 0), *GIN.legal_actions(state, 1)]
+    worded = gin_words()
+    return st.one_of(texts(), worded, worded, *([st.sampled_from(legal)] * 2 if legal else []))
+
+
+def _deal(state: GinState, permutation: list[int]) -> GinState:
+    request = GIN.chance_needed(state)
+    assert request is not None
+    if request.kind == "coin":
+        state = GIN.apply_chance(state, request, (permutation[0] % 2,))
+        request = GIN.chance_needed(state)
+        assert request is not None
+    return GIN.apply_chance(state, request, tuple(permutation))
+
+
+@st.composite
+def gin_states(draw: st.DrawFn) -> GinState:
+    """A gin match: waiting for its deal, or dealt from a drawn shuffle and walked some legal actions in
+    (ending hands when it can: knocks and gins first), possibly to its end."""
+    options = GinOptions(draw(st.sampled_from(tuple(Variant))), draw(st.sampled_from((1, 1, 3))))
+    state = GIN.new_game(options)
+    if draw(st.integers(0, 9)) == 0:
+        return state
+    steps = draw(st.integers(0, 80))
+    for _ in range(steps):
+        if GIN.is_over(state):
+            break
+        if GIN.chance_needed(state) is not None:
+            state = _deal(state, draw(st.permutations(range(52))))
+            continue
+        seat = GIN.to_move(state)
+        assert seat is not None
+        legal = GIN.legal_actions(state, seat)
+        enders = [a for a in legal if a.split()[0] in ("knock", "gin", "biggin")]
+        choice = draw(st.sampled_from(enders)) if enders else draw(st.sampled_from(legal))
+        state = GIN.apply(state, seat, choice, CONTEXT)
+    return state
+
+
+def _gin_snapshot(state: GinState) -> tuple[Any, ...]:
+    return (copy.deepcopy(state), GIN.legal_actions(state, 0), GIN.legal_actions(state, 1))
+
+
+@given(state=gin_states(), data=st.data())
+@fuzz(120)
+def test_gin_actions_are_applied_or_refused(state: GinState, data: st.DataObject) -> None:
+    seat = data.draw(st.sampled_from((0, 1)), label="seat")
+    text = data.draw(gin_texts(state), label="action")
+    before = _gin_snapshot(state)
+    try:
+        after = GIN.apply(state, seat, text, CONTEXT)
+    except REFUSALS:
+        assert _gin_snapshot(state) == before, "a refused action changed the state"
+        return
+    assert _gin_snapshot(state) == before, "applying an action changed the state it was applied to"
+    offered = GIN.legal_actions(state, seat)
+    assert parse_gin(text).notation in offered, (text, offered)
+    assert state.phase not in (Phase.DEALING, Phase.MATCH_OVER)
+    if after.phase is not Phase.DEALING and not GIN.is_over(after):
+        assert sorted(_cards(after)) == list(range(52)), "a card was lost or doubled"
+
+
+def _cards(state: GinState) -> list[int]:
+    """Every card of a hand in play: both hands, the stock and the discard pile."""
+    held = [card for seat in (0, 1) for card in range(52) if state.hands[seat] >> card & 1]
+    return [*held, *state.stock, *state.discard_pile]
+
+
+@given(
+    action=st.one_of(
+        messages(rules_pb2.Action, overrides=_action_overrides()),
+        messages(rules_pb2.Action, overrides=_action_overrides(), hostile=False),
+    ),
+    state=gin_states(),
+    seat=st.sampled_from((0, 1)),
+)
+@fuzz(60)
+def test_gin_family_reads_any_action_message(action: rules_pb2.Action, state: GinState, seat: int) -> None:
+    family = GinFamily()
+    try:
+        parsed = family.action_from_proto(action)
+    except MalformedActionError:
+        return
+    assert family.action_from_json(family.action_to_json(parsed)) == parsed
+    before = _gin_snapshot(state)
+    with contextlib.suppress(*REFUSALS):
+        GIN.apply(state, seat, parsed, CONTEXT)
+    assert _gin_snapshot(state) == before
+
+
+@given(options=messages(rules_pb2.MatchOptions))
+@fuzz(100)
+def test_gin_family_reads_any_options(options: rules_pb2.MatchOptions) -> None:
+    family = GinFamily()
+    try:
+        parsed = family.options_from_proto(options)
+    except InvalidOptionsError:
+        return
+    assert family.options_from_json(family.options_to_json(parsed)) == parsed
+    GIN.new_game(parsed)
+
+
+@given(
+    text=st.one_of(
+        texts(),
+        st.builds(
+            lambda w, c: f"{w} {c}", st.sampled_from(GIN_WORDS), st.sampled_from(CARD_TEXT + NOT_CARDS)
+        ),
+    )
+)
+@fuzz(200)
+def test_gin_parser_reads_or_says_malformed(text: str) -> None:
+    try:
+        action = parse_gin(text)
+    except MalformedActionError:
+        return
+    assert parse_gin(action.notation) == action
