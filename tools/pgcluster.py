@@ -105,7 +105,9 @@ class PrivatePostgres:
     def _run(self, program: str, *args: str) -> None:
         result = subprocess.run(self._command(program, *args), capture_output=True, text=True, check=False)
         if result.returncode != 0:
-            raise RuntimeError(f"{program} failed ({result.returncode}): {result.stderr.strip() or result.stdout}")
+            raise RuntimeError(
+                f"{program} failed ({result.returncode}): {result.stderr.strip() or result.stdout}"
+            )
 
     def start(self, within_s: float = 30.0) -> None:
         """Start the server (on its port) and wait until it accepts connections."""
@@ -113,7 +115,9 @@ class PrivatePostgres:
             f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off "
             "-c max_connections=300 -c shared_buffers=32MB"
         )
-        self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.log), "-w", "-t", "60", "start")
+        self._run(
+            "pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.log), "-w", "-t", "60", "start"
+        )
         self.wait_accepting(within_s)
 
     def stop(self, mode: StopMode = "fast") -> None:
@@ -148,8 +152,19 @@ class PrivatePostgres:
         """Create database ``name`` (its URL for the services)."""
         psql = shutil.which("psql") or str(self._bin / "psql")
         subprocess.run(
-            [psql, "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "-v", "ON_ERROR_STOP=1",
-             "-qc", f'CREATE DATABASE "{name}"'],
+            [
+                psql,
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(self.port),
+                "-U",
+                "postgres",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-qc",
+                f'CREATE DATABASE "{name}"',
+            ],
             check=True,
             capture_output=True,
         )
