@@ -149,7 +149,14 @@ class GatewayError(Exception):
         trailers = _trailers(error)
         reached = REQUEST_ID_METADATA in trailers  # every answer of the gateway carries its request id
         where = f" at {address}" if address else ""
-        if code == grpc.StatusCode.UNAVAILABLE and not reached:
+        if code == grpc.StatusCode.CANCELLED and not reached:
+            # Not this side's cancellation (that raises asyncio.CancelledError, not an error with a
+            # code) and not the gateway's answer (it has no request id): a gateway shutting down ends so
+            # the calls it had received but not begun (grpc/grpc#41785). Nothing was done; as with a
+            # lost connection, a call that is safe to repeat is tried again.
+            code = grpc.StatusCode.UNAVAILABLE
+            details = f"the gateway{where} ended the call without answering it (shutting down?); retry"
+        elif code == grpc.StatusCode.UNAVAILABLE and not reached:
             if _unreachable(details):
                 details = f"cannot reach the gateway{where} (is the stack running? `make run`)"
             else:

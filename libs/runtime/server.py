@@ -121,6 +121,9 @@ class Service(abc.ABC):
 
     _health: health.aio.HealthServicer | None = None
     _serving: bool = True
+    shutdown_grace: float | None = None
+    """The seconds the shutdown under way gives the calls in flight before grpc cancels them (``None``:
+    none, they are cancelled at once); set by :meth:`RunningServer.stop` before :meth:`drain`."""
 
     async def set_serving(self, serving: bool) -> None:
         """Report SERVING or NOT_SERVING on the health service (for every name it serves), for a service
@@ -164,6 +167,7 @@ class RunningServer:
         self._stopped = True
         _log.info("service.draining", grace_seconds=grace)
         await self.health.enter_graceful_shutdown()
+        self.service.shutdown_grace = grace
         await self.service.drain()
         await self.server.stop(grace)
         await self.service.close()

@@ -123,9 +123,10 @@ class GatewayService(Service):
         gateway_pb2_grpc.add_GatewayServiceServicer_to_server(self.servicer, server)
 
     async def drain(self) -> None:
-        # Ends WatchMatch and Play streams at once; close() then closes the shard links.
+        # Ends WatchMatch and Play streams at once, and cuts the unary calls still waiting for a backend
+        # just before the grace ends (UNAVAILABLE, retry); close() then closes the shard links.
         if self.servicer is not None:
-            self.servicer.drain()
+            self.servicer.drain(self.shutdown_grace)
 
     async def close(self) -> None:
         if self.servicer is not None:

@@ -114,10 +114,19 @@ def _metadata() -> tuple[tuple[str, str], ...]:
 
 
 async def _refuse(backend: str, error: grpc.aio.AioRpcError, context: grpc.aio.ServicerContext) -> NoReturn:
-    """Answer the caller with a backend's refusal: its code and reason, or UNAVAILABLE naming it."""
+    """Answer the caller with a backend's refusal: its code and reason, or UNAVAILABLE naming it (the
+    backend down, slow, or cutting the call short)."""
     code = error.code()
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
         raise Unavailable(f"{backend} did not answer in time") from None
+    if code == grpc.StatusCode.CANCELLED:
+        # Not the caller's cancellation (that cancels this handler's task, not the backend's answer): the
+        # backend cut the call short, as a server shutting down does to the calls it had received but
+        # not begun (grpc/grpc#41785). Passed on, CANCELLED would not be retried; the call is safe to
+        # repeat (idempotency keys, or a read).
+        raise Unavailable(
+            f"{backend} is unavailable: it cut the call short ({error.details()}); retry"
+        ) from None
     if code == grpc.StatusCode.UNAVAILABLE:
         # The backend's retry guidance (its database is down: "retry in N ms") goes on to the caller.
         wait = retry_after_ms(error.trailing_metadata())
@@ -127,6 +136,13 @@ async def _refuse(backend: str, error: grpc.aio.AioRpcError, context: grpc.aio.S
 
 
 _SHUTTING_DOWN = "the gateway is shutting down; reconnect from your last sequence"
+_SHUTTING_DOWN_RETRY = "the gateway is shutting down; retry"
+"""A unary call the gateway cut short because it is shutting down (safe to repeat: actions and new
+tables carry idempotency keys, the other calls are reads)."""
+SHUTDOWN_ANSWER_MARGIN_S = 0.5
+"""How long before the end of the shutdown grace the gateway cuts the unary calls still waiting for a
+backend, so that each ends with its own ``UNAVAILABLE`` (:data:`_SHUTTING_DOWN_RETRY`, the request id)
+rather than with grpc cancelling every call when the grace ends (at most half the grace)."""
 _EXPIRED = "your token expired: sign in again and reconnect from your last sequence"
 MAX_CLIENT_SEED_BYTES = 64
 """The fairness specification's limit on a client seed (docs/fairness.md, section 3)."""
@@ -318,6 +334,11 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         self._open_calls: set[Any] = set()
         self._plays: set[_PlayOutbox] = set()
         self._draining = False
+        self._unary_calls: set[Any] = set()
+        """The backend calls of unary calls in flight (cut short near the end of the shutdown grace)."""
+        self._cutting = False
+        """The shutdown grace is nearly over: unary calls are answered at once (UNAVAILABLE, retry)."""
+        self._cut_timer: asyncio.TimerHandle | None = None
 
     # -- the caller ----------------------------------------------------------------------------------------
 
@@ -352,10 +373,28 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         request: Any,
         context: grpc.aio.ServicerContext,
     ) -> _T:
+        """``method``'s answer to ``request``; its refusal is the caller's (:func:`_refuse`). A call the
+        gateway cuts short because it is shutting down (:meth:`drain`) is ``UNAVAILABLE``, retry."""
+        if self._cutting:
+            raise Unavailable(_SHUTTING_DOWN_RETRY)
+        call: Any = method(request, timeout=self._backends.timeout_s, metadata=_metadata())
+        self._unary_calls.add(call)
         try:
-            return await method(request, timeout=self._backends.timeout_s, metadata=_metadata())
+            answer: _T = await call
+            return answer
         except grpc.aio.AioRpcError as error:
+            if self._cut_short() and error.code() == grpc.StatusCode.CANCELLED:
+                raise Unavailable(_SHUTTING_DOWN_RETRY) from None
             await _refuse(backend, error, context)
+        except asyncio.CancelledError:
+            # The backend call was cancelled by drain() (this task itself was not cancelled): tell the
+            # caller, who may retry, instead of letting the cancellation end the call CANCELLED.
+            task = asyncio.current_task()
+            if self._cut_short() and task is not None and task.cancelling() == 0:
+                raise Unavailable(_SHUTTING_DOWN_RETRY) from None
+            raise
+        finally:
+            self._unary_calls.discard(call)
 
     async def _lobby(self, name: str, request: Any, context: grpc.aio.ServicerContext) -> Any:
         return await self._unary("matchmaking", getattr(self._backends.lobby(), name), request, context)
@@ -781,14 +820,30 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
             outbox.put(pb.PlayResponse(answer=pb.PlayAnswer(idempotency_key=key, sequence=sequence)))
             _PLAY_ACTIONS.observe(time.perf_counter() - began, "OK")
 
-    def drain(self) -> None:
+    def drain(self, grace_s: float | None = None) -> None:
         """Shutdown began: end every relayed stream and Play stream (callers get UNAVAILABLE and
-        reconnect elsewhere)."""
+        reconnect elsewhere). Unary calls in flight may finish within the shutdown's ``grace_s``; those
+        still waiting for a backend :data:`SHUTDOWN_ANSWER_MARGIN_S` before it ends are cut short and
+        answered ``UNAVAILABLE`` "the gateway is shutting down; retry", as is any unary call after that
+        (``None``: no grace, at once)."""
         self._draining = True
         for call in list(self._open_calls):
             call.cancel()
         for outbox in list(self._plays):
             outbox.end(Unavailable(_SHUTTING_DOWN))
+        if self._cut_timer is None and not self._cutting:
+            delay = 0.0 if grace_s is None else max(0.0, grace_s - min(SHUTDOWN_ANSWER_MARGIN_S, grace_s / 2))
+            self._cut_timer = asyncio.get_running_loop().call_later(delay, self._cut_unary_calls)
+
+    def _cut_short(self) -> bool:
+        """Whether the unary calls in flight were cut short (the shutdown grace is nearly over)."""
+        return self._cutting
+
+    def _cut_unary_calls(self) -> None:
+        """The shutdown grace is nearly over: cut short the unary calls still waiting for a backend."""
+        self._cutting = True
+        for call in list(self._unary_calls):
+            call.cancel()
 
 
 async def _stop_writer(writer: asyncio.Task[None]) -> None:

@@ -1,14 +1,19 @@
-"""The chaos run's pure parts: its schedule from a seed, and checks that catch what they are for on
-made-up evidence (a move charged for downtime, a stream silent while nothing was down, a key logged twice)."""
+"""The chaos run's pure parts: its schedule from a seed, checks that catch what they are for on made-up
+evidence (a move charged for downtime, a stream silent while nothing was down, a key logged twice), and
+the recording of a ``Play`` stream, the second door, as a ``WatchMatch`` stream is recorded."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
+
+import grpc
+import pytest
 
 from tools.chaos.checks import Evidence, acks_logged_once, downtime_not_charged, no_stream_hung, overlap
 from tools.chaos.config import DOWNTIME_CHARGE_BOUND_MS, STREAM_SILENCE_BOUND_S
-from tools.chaos.controller import Outage
-from tools.chaos.players import Ack, StreamLog
+from tools.chaos.controller import Outage, now_ms
+from tools.chaos.players import PLAY, WATCH, Ack, StreamLog, _RecordedCall
 from tools.chaos.schedule import POSTGRES, make_schedule
 
 SERVICES = ["fairness", "clock", "rules-chess", "rules-gin", "matchmaking", "gateway"]
@@ -97,3 +102,59 @@ def test_an_acknowledged_action_missing_or_logged_twice_fails() -> None:
     assert not acks_logged_once(evidence(acks=[ack], events=twice)).ok
     elsewhere = {"chess.0.a": [row(1, None), row(2, "k2")]}
     assert not acks_logged_once(evidence(acks=[ack], events=elsewhere)).ok
+
+
+class _ScriptedPlayCall:
+    """A ``Play`` call that delivers ``count`` messages and then breaks with UNAVAILABLE."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self.written: list[object] = []
+        self.cancelled = False
+
+    async def write(self, request: object) -> None:
+        self.written.append(request)
+
+    async def done_writing(self) -> None:
+        pass
+
+    def cancel(self) -> bool:
+        self.cancelled = True
+        return True
+
+    def __aiter__(self) -> AsyncIterator[int]:
+        return self._messages()
+
+    async def _messages(self) -> AsyncIterator[int]:
+        for message in range(self.count):
+            yield message
+        raise grpc.aio.AioRpcError(grpc.StatusCode.UNAVAILABLE, grpc.aio.Metadata(), grpc.aio.Metadata())
+
+
+async def test_a_play_call_is_recorded_as_a_watch_call_is_with_its_door() -> None:
+    log = StreamLog("chess.0.a", "ann", opened_ms=now_ms(), door=PLAY)
+    call = _ScriptedPlayCall(3)
+    recorded = _RecordedCall(call, log)
+    await recorded.write("open")
+    assert call.written == ["open"]  # writes go through untouched
+    with pytest.raises(grpc.aio.AioRpcError):
+        async for _ in recorded:
+            pass
+    assert (log.messages, log.end, log.door) == (3, "UNAVAILABLE", PLAY)
+    recorded.cancel()  # closing it afterwards does not change how it ended
+    assert log.end == "UNAVAILABLE"
+    assert call.cancelled
+    assert Ack("chess.0.a", "ann", 0, 2, "k1", 0).door == WATCH
+    assert Ack("chess.0.a", "ann", 0, 3, "k2", 0, PLAY).door == PLAY
+
+
+def test_a_stream_given_up_on_keeps_its_last_silence_for_the_check() -> None:
+    stream = StreamLog("chess.0.a", "ann", opened_ms=1_000, last_ms=1_000, messages=3, door=PLAY)
+    silent = int(STREAM_SILENCE_BOUND_S * 1000) + 5_000
+    stream.finish("abandoned", 1_000 + silent)
+    stream.finish("closed", 2_000 + silent)  # the player closing it on the way out
+    assert stream.end == "abandoned"
+    assert stream.silences == [(1_000, 1_000 + silent)]
+    hung = no_stream_hung(evidence(streams=[stream], matches={"chess.0.a": {"ended_at_ms": None}}))
+    assert not hung.ok
+    assert "(ann, play): silent" in hung.details[0]

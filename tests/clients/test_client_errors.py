@@ -22,7 +22,7 @@ from skillclassics.rules.v1 import rules_pb2
 
 from clients.cli.main import main_async
 from clients.load.harness import OutageTolerance
-from clients.player import GatewayError, PlayerSession, RetryPolicy, development_token
+from clients.player import GatewayError, PlayerSession, RetryPolicy, _Attempts, development_token
 from libs.runtime import RunningServer
 from libs.runtime.config import sqlite_url
 from libs.runtime.errors import retry_trailers
@@ -228,3 +228,27 @@ async def test_an_outage_longer_than_the_wait_still_fails_in_the_end() -> None:
         assert 5 <= gateway.calls["WhoAmI"] <= 12
     finally:
         await gateway.server.stop(0)
+
+
+def test_a_call_the_gateway_ended_without_an_answer_is_unavailable_and_retried() -> None:
+    """A gateway shutting down ends the calls it had received but not begun with CANCELLED and no
+    answer of its own (grpc/grpc#41785): like a lost connection, not the caller's cancellation."""
+    unanswered = grpc.aio.AioRpcError(
+        grpc.StatusCode.CANCELLED, grpc.aio.Metadata(), grpc.aio.Metadata(), details="CANCELLED"
+    )
+    refused = GatewayError.from_rpc(unanswered, "127.0.0.1:1")
+    assert refused.code == grpc.StatusCode.UNAVAILABLE
+    assert not refused.reached
+    assert (
+        refused.details
+        == "the gateway at 127.0.0.1:1 ended the call without answering it (shutting down?); retry"
+    )
+    assert _Attempts(RetryPolicy(), repeatable=True).wait_after(refused) is not None
+    assert _Attempts(RetryPolicy(), repeatable=False).wait_after(refused) is None
+    answered = grpc.aio.AioRpcError(
+        grpc.StatusCode.CANCELLED,
+        grpc.aio.Metadata(),
+        grpc.aio.Metadata(("x-request-id", "r1")),
+        details="the match was cancelled",
+    )
+    assert GatewayError.from_rpc(answered).code == grpc.StatusCode.CANCELLED  # the gateway's own answer

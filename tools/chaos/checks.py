@@ -103,19 +103,30 @@ def acks_logged_once(ev: Evidence) -> CheckResult:
         at = next((row for row in rows if row["sequence"] == ack.sequence), None)
         times = keys.get(ack.match_id, Counter())[ack.key]
         if at is None:
-            problems.append(f"{ack.match_id} #{ack.sequence} ({ack.player}): acknowledged but not in the log")
+            problems.append(
+                f"{ack.match_id} #{ack.sequence} ({ack.player}, {ack.door}): acknowledged but not in the log"
+            )
         elif at["idempotency_key"] != ack.key:
             problems.append(
-                f"{ack.match_id} #{ack.sequence} ({ack.player}): the log has another action there "
-                f"(key {at['idempotency_key']}, kind {at['kind']})"
+                f"{ack.match_id} #{ack.sequence} ({ack.player}, {ack.door}): the log has another action "
+                f"there (key {at['idempotency_key']}, kind {at['kind']})"
             )
         if times != 1 and at is not None:
-            problems.append(f"{ack.match_id} ({ack.player}): key {ack.key} is in the log {times} times")
+            problems.append(
+                f"{ack.match_id} ({ack.player}, {ack.door}): key {ack.key} is in the log {times} times"
+            )
     for match_id, counted in keys.items():
         for key, times in counted.items():
             if times > 1:
                 problems.append(f"{match_id}: idempotency key {key} logged {times} times")
-    return _result("acknowledged actions logged once", problems, f"{len(ev.acks)} acknowledged actions")
+    by_door = Counter(ack.door for ack in ev.acks)
+    return _result(
+        "acknowledged actions logged once",
+        problems,
+        f"{len(ev.acks)} acknowledged actions ("
+        + ", ".join(f"{n} {door}" for door, n in sorted(by_door.items()))
+        + ")",
+    )
 
 
 def _event(row: Mapping[str, Any]) -> MatchEvent:
@@ -289,16 +300,23 @@ def no_stream_hung(ev: Evidence) -> CheckResult:
             hi = min(hi, ended) if ended is not None else hi
             unexplained = (hi - lo) - overlap((lo, hi), windows.get(stream.match_id.split(".")[0], []))
             if unexplained > longest:
-                longest, where = unexplained, f"{stream.match_id} ({stream.player}, {lo}-{hi})"
+                longest, where = unexplained, f"{stream.match_id} ({stream.player}, {stream.door}, {lo}-{hi})"
             if unexplained > bound:
                 problems.append(
-                    f"{stream.match_id} ({stream.player}): silent {(hi - lo) / 1000:.1f} s "
+                    f"{stream.match_id} ({stream.player}, {stream.door}): silent {(hi - lo) / 1000:.1f} s "
                     f"({unexplained / 1000:.1f} s unexplained by outages), stream ended {stream.end}"
                 )
         if stream.end is None:
-            problems.append(f"{stream.match_id} ({stream.player}): a stream still open at the end")
+            problems.append(
+                f"{stream.match_id} ({stream.player}, {stream.door}): a stream still open at the end"
+            )
+    by_door = Counter(stream.door for stream in ev.streams)
     summary = (
-        f"{len(ev.streams)} streams (" + ", ".join(f"{n} {end}" for end, n in sorted(ends.items())) + "), "
+        f"{len(ev.streams)} streams ("
+        + ", ".join(f"{n} {door}" for door, n in sorted(by_door.items()))
+        + "; "
+        + ", ".join(f"{n} {end}" for end, n in sorted(ends.items()))
+        + "), "
         f"longest unexplained silence {longest / 1000:.1f} s"
     ) + (f" ({where})" if where else "")
     return _result("no stream hung", problems, summary)

@@ -2,13 +2,18 @@
 what they were told, for the checks to hold against the database afterwards.
 
 Each family has ``matches_per_family`` *lanes*; a lane is two players who open a private table, join it
-and play the match to its end (WatchMatch for the updates, SubmitAction for the actions), then the next
-one, until the run's time is up (then the player to move resigns). What is recorded:
+and play the match to its end, then the next one, until the run's time is up (then the player to move
+resigns). The gateway has two doors for play and every match uses both: one seat (drawn from the seed,
+match by match) plays over the bidirectional ``Play`` stream (updates and actions on one stream,
+:class:`clients.player.PlayStream`), the other over ``WatchMatch`` for the updates and ``SubmitAction``
+for the actions (:data:`PLAY` and :data:`WATCH`). What is recorded, for both doors alike:
 
-- every action answered (acknowledged): match, seat, the sequence it was given, its idempotency key;
-- every match stream the gRPC layer opened (each reconnection is a stream of its own): when it opened,
-  every silence longer than a couple of seconds, how it ended (status code, the client closing it, or
-  the player giving up on it after :data:`~tools.chaos.config.WATCHDOG_S` of silence);
+- every action answered (acknowledged): match, seat, the sequence it was given, its idempotency key,
+  the door;
+- every match stream the gRPC layer opened (a ``WatchMatch`` or a ``Play`` call; each reconnection is a
+  stream of its own): when it opened, every silence longer than a couple of seconds, how it ended
+  (status code, the client closing it, or the player giving up on it after
+  :data:`~tools.chaos.config.WATCHDOG_S` of silence), the door;
 - each match's final update as each seat saw it;
 - every refusal, by call and status code.
 
@@ -20,13 +25,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import random
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import grpc
 from skillclassics.gateway.v1 import gateway_pb2 as gw
@@ -34,7 +40,16 @@ from skillclassics.matchmaking.v1 import matchmaking_pb2 as mm
 from skillclassics.rules.v1 import rules_pb2
 
 from clients.families import FamilyClient, family, plies_played, resign_action
-from clients.player import GatewayError, PlayerSession, RetryPolicy, development_token, is_over, new_key
+from clients.player import (
+    GatewayError,
+    MatchStream,
+    PlayerSession,
+    PlayStream,
+    RetryPolicy,
+    development_token,
+    is_over,
+    new_key,
+)
 from tools.chaos.config import WATCHDOG_S, FamilyPlan
 from tools.chaos.controller import now_ms
 
@@ -63,10 +78,25 @@ RETRYABLE = frozenset(
 """Refusals a player tries again (those a restart or an outage explains; INTERNAL and UNKNOWN too, so
 that play goes on, but they are counted and reported)."""
 BUSY = frozenset({grpc.StatusCode.FAILED_PRECONDITION})
+EXPLAINED = frozenset(
+    {
+        grpc.StatusCode.UNAVAILABLE,
+        grpc.StatusCode.DEADLINE_EXCEEDED,
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        grpc.StatusCode.FAILED_PRECONDITION,
+    }
+)
+"""Refusals that are only counted; any other is also listed, with its reason
+(:attr:`Recorder.odd_refusals`)."""
 GIVE_UP_S = 90.0
 """How long one call is retried before the player gives up on it."""
 SILENCE_NOTED_MS = 2_000
 """Silences of a stream longer than this are kept (the hung-stream check judges them)."""
+WATCH: Final = "watch"
+"""The door of ``WatchMatch`` streams and ``SubmitAction`` calls."""
+PLAY: Final = "play"
+"""The door of the bidirectional ``Play`` stream (updates, actions and their answers on one stream)."""
+DOORS: Final = (WATCH, PLAY)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +109,7 @@ class Ack:
     sequence: int
     key: str
     at_ms: int
+    door: str = WATCH
 
 
 @dataclass(slots=True)
@@ -95,6 +126,8 @@ class StreamLog:
     end: str | None = None
     """``OK``, a status code name, ``closed`` (by the client), ``abandoned`` (silent too long) or ``open``."""
     ended_ms: int | None = None
+    door: str = WATCH
+    """:data:`WATCH` (a ``WatchMatch`` call) or :data:`PLAY` (a ``Play`` call)."""
 
     def message(self, at_ms: int) -> None:
         self._silence(at_ms)
@@ -135,12 +168,26 @@ class Recorder:
         self.streams: list[StreamLog] = []
         self.matches: dict[str, MatchLog] = {}
         self.refusals: Counter[tuple[str, str]] = Counter()
+        self.odd_refusals: list[str] = []
+        """Refusals a restart does not explain (:data:`EXPLAINED` aside), with when, why and whether the
+        gateway answered them."""
         self.failures: list[str] = []
         """Lanes or matches the players had to give up on, and why."""
 
+    def refused(self, operation: str, error: GatewayError) -> None:
+        """Count a refusal (and list it when a restart does not explain it)."""
+        self.refusals[(operation, error.code.name)] += 1
+        if error.code not in EXPLAINED:
+            answered = "answered by the gateway" if error.reached else "no answer of the gateway's"
+            self.odd_refusals.append(
+                f"{now_ms()} {operation} {error.code.name}: {error.details} ({answered})"
+            )
+
 
 class _RecordedCall:
-    """A gRPC match stream call that reports what it delivers, and how it ended, to a :class:`StreamLog`."""
+    """A gRPC match stream call (``WatchMatch`` or ``Play``) that reports what it delivers, and how it
+    ended, to a :class:`StreamLog`. A ``Play`` call's writes go through untouched; every message it
+    delivers (the ``opened``, each update, each answer) counts as one."""
 
     def __init__(self, call: Any, log: StreamLog) -> None:
         self._call = call
@@ -163,6 +210,22 @@ class _RecordedCall:
         self.log.finish("closed", now_ms())
         return bool(self._call.cancel())
 
+    async def write(self, request: Any) -> None:
+        await self._call.write(request)
+
+    async def done_writing(self) -> None:
+        await self._call.done_writing()
+
+
+class _Stalled(Exception):
+    """A play stream did not answer an action within :data:`~tools.chaos.config.WATCHDOG_S`: given up
+    on, like a silent stream."""
+
+
+_PLAYING: contextvars.ContextVar[str] = contextvars.ContextVar("chaos_playing", default="")
+"""The match of the :class:`~clients.player.PlayStream` whose background task is running (its task, and
+the tasks it starts, inherit it): which match a ``Play`` call opened there is for."""
+
 
 class RecordingSession(PlayerSession):
     """A player's session whose match streams are recorded."""
@@ -179,6 +242,26 @@ class RecordingSession(PlayerSession):
         self.recorder.streams.append(log)
         self.current[match_id] = log
         return _RecordedCall(super()._open_match_stream(match_id, spectator, from_sequence), log)
+
+    def play(self, match_id: str, *, from_sequence: int = 0) -> PlayStream:
+        """The library's play stream, started at once with the match named for :meth:`_open_play_stream`
+        (the stream opens its calls from a background task started here, which keeps the name)."""
+        stream = super().play(match_id, from_sequence=from_sequence)
+        named = _PLAYING.set(match_id)
+        try:
+            stream._start()
+        finally:
+            _PLAYING.reset(named)
+        return stream
+
+    def _open_play_stream(self) -> Any:
+        match_id = _PLAYING.get()
+        if not match_id:
+            raise RuntimeError("a Play stream opened outside RecordingSession.play")
+        log = StreamLog(match_id, self.player, now_ms(), door=PLAY)
+        self.recorder.streams.append(log)
+        self.current[match_id] = log
+        return _RecordedCall(super()._open_play_stream(), log)
 
 
 class Players:
@@ -236,7 +319,7 @@ class Players:
             try:
                 return await make()
             except GatewayError as error:
-                self.recorder.refusals[(operation, error.code.name)] += 1
+                self.recorder.refused(operation, error)
                 retry = error.code in RETRYABLE or error.code in also
                 if not retry or time.monotonic() - began > GIVE_UP_S:
                     raise
@@ -249,6 +332,8 @@ class Players:
         players = (f"{self.run_id}-{plan.name}-{number}-a", f"{self.run_id}-{plan.name}-{number}-b")
         host, guest = (self.session(p) for p in players)
         rng = random.Random(f"{self.seed}-{plan.name}-{number}")
+        doors = random.Random(f"{self.seed}-{plan.name}-{number}-doors")
+        """Which seat of each match plays over ``Play`` (the other over WatchMatch and SubmitAction)."""
         try:
             for who in (host, guest):
                 await self._retrying("WhoAmI", who.whoami)
@@ -258,9 +343,14 @@ class Players:
                     return
                 log = MatchLog(match_id, plan.name, players, now_ms())
                 self.recorder.matches[match_id] = log
+                playing = doors.randrange(2)  # the host's (0) or the guest's (1) seat plays over Play
                 await asyncio.gather(
-                    self._seat(plan, fam, host, match_id, log, random.Random(rng.random())),
-                    self._seat(plan, fam, guest, match_id, log, random.Random(rng.random())),
+                    self._seat(
+                        plan, fam, host, match_id, log, random.Random(rng.random()), DOORS[playing == 0]
+                    ),
+                    self._seat(
+                        plan, fam, guest, match_id, log, random.Random(rng.random()), DOORS[playing == 1]
+                    ),
                 )
         except GatewayError as error:
             self.recorder.failures.append(f"{plan.name} lane {number}: {error}")
@@ -290,7 +380,7 @@ class Players:
             try:
                 joined = await guest.join_table(table.table_id)
             except GatewayError as error:
-                self.recorder.refusals[("JoinTable", error.code.name)] += 1
+                self.recorder.refused("JoinTable", error)
                 if error.code not in RETRYABLE | {grpc.StatusCode.FAILED_PRECONDITION}:
                     raise
                 await asyncio.sleep(0.5)
@@ -317,16 +407,24 @@ class Players:
         match_id: str,
         log: MatchLog,
         rng: random.Random,
+        door: str,
     ) -> None:
-        """Play one seat of ``match_id`` to the end (resigning at the cap, or once the run stops)."""
+        """Play one seat of ``match_id`` to the end (resigning at the cap, or once the run stops) through
+        ``door``: :data:`PLAY` (one ``Play`` stream for the updates and the actions) or :data:`WATCH`
+        (``WatchMatch`` for the updates, ``SubmitAction`` for the actions)."""
         strategy = fam.strategy("random", rng)
         info: gw.GetMatchResponse = await self._retrying(
             "GetMatch", lambda: session.get_match(match_id, wait_s=RIDE_OUT.creation_wait_s)
         )
         seat = info.seat
         last = acted_at = counted = 0
+        opening = "Play" if door == PLAY else "WatchMatch"
         while True:
-            stream = session.watch_match(match_id, from_sequence=last)
+            stream: MatchStream | PlayStream = (
+                session.play(match_id, from_sequence=last)
+                if door == PLAY
+                else session.watch_match(match_id, from_sequence=last)
+            )
             updates = aiter(stream)
             try:
                 while True:
@@ -337,7 +435,7 @@ class Players:
                     except TimeoutError:
                         current = session.current.get(match_id)
                         if current is not None:  # closed on the way out: say why
-                            current.end = "abandoned"
+                            current.finish("abandoned", now_ms())
                         break
                     last = update.sequence
                     if update.event.kind == "action":
@@ -356,17 +454,25 @@ class Players:
                         continue
                     if self.move_delay_s > 0:
                         await asyncio.sleep(self.move_delay_s)
-                    sequence = await self._submit(session, match_id, seat, action)
+                    if isinstance(stream, PlayStream):
+                        sequence = await self._play_action(session, stream, match_id, seat, action)
+                    else:
+                        sequence = await self._submit(session, match_id, seat, action)
                     if sequence is not None:
                         acted_at = sequence
+            except _Stalled:
+                pass  # given up on (recorded): reopened below
             except GatewayError as error:
-                self.recorder.refusals[("WatchMatch", error.code.name)] += 1
+                self.recorder.refused(opening, error)
                 if error.code not in RETRYABLE:
-                    log.problems.append(f"{session.player}'s stream: {error}")
+                    log.problems.append(f"{session.player}'s {opening} stream: {error}")
                     raise
                 await asyncio.sleep(0.5)
             finally:
-                stream.close()
+                if isinstance(stream, PlayStream):
+                    await stream.aclose()
+                else:
+                    stream.close()
                 with contextlib.suppress(BaseException):
                     await updates.aclose()  # type: ignore[attr-defined]
             # The stream ended without the final update: is the match over?
@@ -390,3 +496,31 @@ class Players:
             return None  # the match moved on (ended, or the update was stale)
         self.recorder.acks.append(Ack(match_id, session.player, seat, reply.sequence, key, now_ms()))
         return reply.sequence
+
+    async def _play_action(
+        self,
+        session: RecordingSession,
+        stream: PlayStream,
+        match_id: str,
+        seat: int,
+        action: rules_pb2.Action,
+    ) -> int | None:
+        """Send ``action`` on the play stream: the sequence, or ``None`` when it was refused or the stream
+        ended before its answer (:class:`_Stalled` when no answer came for
+        :data:`~tools.chaos.config.WATCHDOG_S`: the stream is given up on). The stream itself sends an
+        unanswered action again, with the same key, on each stream it reopens, and retries the rate
+        limit and ``UNAVAILABLE``; an action whose stream ended is not answered here (the loop reads the
+        stream's end, then the match, and goes on from its next update with a fresh action)."""
+        key = new_key()
+        try:
+            sequence = await asyncio.wait_for(stream.submit(action, idempotency_key=key), WATCHDOG_S)
+        except GatewayError as error:
+            self.recorder.refused("Play action", error)
+            return None
+        except TimeoutError:
+            current = session.current.get(match_id)
+            if current is not None:
+                current.finish("abandoned", now_ms())
+            raise _Stalled from None
+        self.recorder.acks.append(Ack(match_id, session.player, seat, sequence, key, now_ms(), door=PLAY))
+        return sequence

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
+
+from tools.chaos.players import DOORS, PLAY, WATCH
 
 if TYPE_CHECKING:
     from tools.chaos.checks import CheckResult, Evidence
@@ -12,6 +14,9 @@ if TYPE_CHECKING:
     from tools.chaos.controller import Outage
     from tools.chaos.players import Recorder
     from tools.chaos.schedule import Fault
+
+
+DOOR_NAMES: Final = {WATCH: "WatchMatch + SubmitAction", PLAY: "Play"}
 
 
 @dataclass(slots=True)
@@ -47,6 +52,14 @@ class ChaosReport:
         statuses: Counter[str] = Counter()
         for row in self.evidence.matches.values():
             statuses[f"{row['family']} {row['status']}"] += 1
+        doors: dict[str, dict[str, Any]] = {}
+        for door in DOORS:
+            streams = [s for s in self.recorder.streams if s.door == door]
+            doors[door] = {
+                "streams": len(streams),
+                "stream_ends": dict(sorted(Counter(s.end or "open" for s in streams).items())),
+                "actions_acknowledged": sum(1 for a in self.recorder.acks if a.door == door),
+            }
         return {
             "seed": self.config.seed,
             "seconds": round(self.seconds, 1),
@@ -59,6 +72,7 @@ class ChaosReport:
             "matches_played": len(self.recorder.matches),
             "actions_acknowledged": len(self.recorder.acks),
             "streams": len(self.recorder.streams),
+            "doors": doors,
             "refusals": {f"{op} {code}": n for (op, code), n in sorted(self.recorder.refusals.items())},
             "checks": {check.name: "PASS" if check.ok else "FAIL" for check in self.checks},
         }
@@ -84,6 +98,7 @@ class ChaosReport:
                 {"name": c.name, "ok": c.ok, "summary": c.summary, "details": c.details} for c in self.checks
             ],
             "player_failures": self.recorder.failures,
+            "unexplained_refusals": self.recorder.odd_refusals,
         }
 
     def text(self) -> str:
@@ -109,8 +124,16 @@ class ChaosReport:
             f"played by the recording players: {figures['matches_played']}; actions acknowledged: "
             f"{figures['actions_acknowledged']}; match streams opened: {figures['streams']}"
         )
+        for door, counted in figures["doors"].items():
+            ends = ", ".join(f"{n} {end}" for end, n in counted["stream_ends"].items()) or "none"
+            lines.append(
+                f"  door {DOOR_NAMES[door]}: {counted['streams']} streams opened ({ends}); "
+                f"{counted['actions_acknowledged']} actions acknowledged"
+            )
         if figures["refusals"]:
             lines.append("refusals: " + ", ".join(f"{k} x{v}" for k, v in figures["refusals"].items()))
+        for odd in self.recorder.odd_refusals[:10]:
+            lines.append(f"unexplained refusal: {odd}")
         for failure in self.recorder.failures[:10]:
             lines.append(f"player failure: {failure}")
         lines.append("")
