@@ -20,16 +20,6 @@ SHORT_FAULTS = (
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
-KNOWN_DEFECTS: dict[str, str] = {
-    "no stream hung": (
-        "issue #17 recovery defect being fixed: a match stream (RulesService.Watch, and the gateway's "
-        "WatchMatch over it) opened while the database is down never delivers an update nor ends, even "
-        "once the database is back and the match goes on; its match stalls until the player reopens it"
-    ),
-}
-"""Checks known to fail today because of a defect another change is fixing, with the defect: while only
-these fail, the test is an expected failure (not strict). Remove an entry once its fix has landed."""
-
 
 def _postgres_programs() -> str | None:
     try:
@@ -60,9 +50,4 @@ async def test_a_short_chaos_run_keeps_every_promise(capsys: pytest.CaptureFixtu
     assert figures["actions_acknowledged"] > 0
     assert {target.split()[0] for target in figures["faults"]} == {"rules-chess", "matchmaking", "postgres"}
     failed = [check for check in report.checks if not check.ok]
-    unexpected = [check for check in failed if check.name not in KNOWN_DEFECTS]
-    assert not unexpected, "\n".join(
-        f"{c.name}: {c.summary}\n  " + "\n  ".join(c.details) for c in unexpected
-    )
-    if failed:
-        pytest.xfail("; ".join(f"{c.name}: {KNOWN_DEFECTS[c.name]}" for c in failed))
+    assert not failed, "\n".join(f"{c.name}: {c.summary}\n  " + "\n  ".join(c.details) for c in failed)

@@ -331,9 +331,12 @@ def blocking_targets(family_name: str) -> set[str]:
 
 def credited_targets(family_name: str) -> set[str]:
     """The outages docs/match-runtime.md ("Server downtime is not a player's time") credits: the family's
-    rules shard down. A database, gateway or fairness outage under a shard that stays up is not credited
-    there; the check notes what those cost the players without failing on it."""
-    return {FAMILIES[family_name].service}
+    rules shard down; the database stopped (the shard's lock session ends with it: the shard loses its
+    ownership, takes it again and resumes every match as after a crash); and for a family that draws, the
+    fairness service down (a draw awaited is charged to nobody). A gateway outage is its players'
+    disconnection, not downtime: the check notes what it cost them without failing on it."""
+    plan = FAMILIES[family_name]
+    return {plan.service, POSTGRES} | ({"fairness"} if plan.draws else set())
 
 
 def _charges(
