@@ -169,7 +169,7 @@ async def test_after_a_database_restart_two_processes_of_one_shard_never_both_ac
             await wait_for_health(first.service.health_address, SERVING, within=20)
         launch(second.service, tmp_path / "second.log")  # a second shard 0, on the same database
         loop = asyncio.get_running_loop()
-        until = loop.time() + 10
+        until = loop.time() + 5
         while loop.time() < until:
             for player in (first, second):
                 await player.drive(match_id, game)
