@@ -808,9 +808,11 @@ class MatchStream:
                     if is_over(update):
                         return
             except grpc.aio.AioRpcError as error:
-                if self._closed or error.code() == grpc.StatusCode.CANCELLED:
+                if self._closed:
                     return
-                await reopening.after_error(error)
+                # Not closed here: a CANCELLED is the gateway's shutdown ending the call (grpc/grpc#41785),
+                # a broken stream to reopen, not this side's close.
+                await reopening.after_error(error, broken=error.code() == grpc.StatusCode.CANCELLED)
                 self.reconnects += 1
                 continue
             finally:
@@ -1050,9 +1052,10 @@ class PlayStream:
             except TimeoutError:
                 return
             except grpc.aio.AioRpcError as error:
-                if self._closed or error.code() == grpc.StatusCode.CANCELLED or self._over:
+                if self._closed or self._over:
                     return
-                await reopening.after_error(error, broken=writer.broke(error))
+                cut = error.code() == grpc.StatusCode.CANCELLED  # the gateway's shutdown, not our close
+                await reopening.after_error(error, broken=cut or writer.broke(error))
                 self.reconnects += 1
                 continue
             finally:

@@ -477,3 +477,24 @@ async def test_the_load_harness_plays_chess_and_gin_on_each_transport(
     assert metrics.merged("submit_action").total == actions
     assert metrics.merged("opponent_update").total == actions  # every accepted action reached the other side
     assert metrics.reconnects == 0
+
+
+async def test_a_play_stream_the_gateway_cuts_with_cancelled_is_reopened_not_ended() -> None:
+    """A gateway shutting down ends calls it had received but not begun with CANCELLED and no answer of
+    its own (grpc/grpc#41785). That is not this side's close: the stream is reopened from its last
+    sequence (it used to end quietly, without the match's final update)."""
+    session = ScriptedSession()
+    stream = session.play(MATCH)
+    seen, reading = collect(stream)
+    first = await call_number(session, 1)
+    first.opened(seat=0)
+    first.update(1)
+    await until(lambda: seen == [1], "the first update")
+    first.fail(grpc.StatusCode.CANCELLED)
+    second = await call_number(session, 2)
+    assert second.sent[0].open.from_sequence == 1
+    second.opened(seat=0)
+    second.update(2, over=True)
+    await asyncio.wait_for(reading, 5)
+    assert seen == [1, 2]
+    assert stream.reconnects == 1
