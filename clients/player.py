@@ -808,7 +808,7 @@ class MatchStream:
                     if is_over(update):
                         return
             except grpc.aio.AioRpcError as error:
-                if self._closed:
+                if self.closed:  # (a property: close() may have run while the stream was read)
                     return
                 # Not closed here: a CANCELLED is the gateway's shutdown ending the call (grpc/grpc#41785),
                 # a broken stream to reopen, not this side's close.
@@ -820,6 +820,11 @@ class MatchStream:
             # The stream ended cleanly without a final update (it should not): reopen it.
             await reopening.after_early_end("match stream")
             self.reconnects += 1
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._closed
 
     def close(self) -> None:
         """Stop: the iteration ends."""

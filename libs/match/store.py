@@ -120,7 +120,7 @@ class MatchStore:
         def read(conn: Connection) -> dict[str, list[MatchEvent]]:
             logs: dict[str, list[MatchEvent]] = defaultdict(list)
             for row in conn.execute(query):
-                logs[row.match_id].append(_event(row._mapping))
+                logs[row.match_id].append(event_from_row(row._mapping))
             return dict(logs)
 
         return await self._writer.read(read)
@@ -129,7 +129,9 @@ class MatchStore:
         query = (
             select(match_events).where(match_events.c.match_id == match_id).order_by(match_events.c.sequence)
         )
-        return await self._writer.read(lambda conn: [_event(row._mapping) for row in conn.execute(query)])
+        return await self._writer.read(
+            lambda conn: [event_from_row(row._mapping) for row in conn.execute(query)]
+        )
 
     async def summaries(
         self, statuses: Sequence[str], *, after: str | None = None, limit: int
@@ -241,7 +243,9 @@ def _event_row(match_id: str, event: MatchEvent) -> dict[str, Any]:
     }
 
 
-def _event(row: Any) -> MatchEvent:
+def event_from_row(row: Any) -> MatchEvent:
+    """A ``match_events`` row (a mapping) as the event it stores (for readers of the log outside the
+    store too: the chaos run's checks)."""
     payload = dict(row["payload"])
     seat = payload.pop("seat", None)
     return MatchEvent(
@@ -254,4 +258,4 @@ def _event(row: Any) -> MatchEvent:
     )
 
 
-__all__: Sequence[str] = ["MatchResultRow", "MatchStore", "MatchSummaryRow", "result_row"]
+__all__: Sequence[str] = ["MatchResultRow", "MatchStore", "MatchSummaryRow", "event_from_row", "result_row"]

@@ -11,7 +11,8 @@ from typing import Any
 
 from skillclassics.rules.v1 import rules_pb2
 
-from libs.match.model import EventKind, MatchEvent, MatchRecord, created, step
+from libs.match.model import MatchRecord, created, step
+from libs.match.store import event_from_row
 from libs.ratings import DRAW, LOSS, WIN, PlayerRating, rate
 from tools.chaos.config import (
     DOWNTIME_CHARGE_BOUND_MS,
@@ -129,19 +130,6 @@ def acks_logged_once(ev: Evidence) -> CheckResult:
     )
 
 
-def _event(row: Mapping[str, Any]) -> MatchEvent:
-    payload = dict(row["payload"])
-    seat = payload.pop("seat", None)
-    return MatchEvent(
-        sequence=int(row["sequence"]),
-        kind=EventKind(row["kind"]),
-        at_ms=int(row["at_ms"]),
-        payload=payload,
-        seat=None if seat is None else int(seat),
-        idempotency_key=row["idempotency_key"],
-    )
-
-
 _families: dict[str, Any] = {}
 
 
@@ -154,7 +142,7 @@ def _family(name: str) -> Any:
 
 def replay(family_name: str, rows: list[dict[str, Any]]) -> MatchRecord:
     """The match its log makes (raises when the log does not replay)."""
-    events = [_event(row) for row in rows]
+    events = [event_from_row(row) for row in rows]
     family = _family(family_name)
     record = created(family, events[0])
     for event in events[1:]:
