@@ -26,6 +26,7 @@ class _Ruleset:
 class _RulesetEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Ruleset.ValueType], _builtins.type):
     DESCRIPTOR: _descriptor.EnumDescriptor
     RULESET_UNSPECIFIED: _Ruleset.ValueType  # 0
+    """Not set: read as RULESET_CONTEST."""
     RULESET_CONTEST: _Ruleset.ValueType  # 1
     """SkillClassics contest rules (the default): no draw offers or claims, repetition never ends the
     game, drawn positions (stalemate, insufficient material, seventy-five moves) go to the tiebreak.
@@ -37,6 +38,7 @@ class Ruleset(_Ruleset, metaclass=_RulesetEnumTypeWrapper):
     """Ruleset selects the chess rules of a table."""
 
 RULESET_UNSPECIFIED: Ruleset.ValueType  # 0
+"""Not set: read as RULESET_CONTEST."""
 RULESET_CONTEST: Ruleset.ValueType  # 1
 """SkillClassics contest rules (the default): no draw offers or claims, repetition never ends the
 game, drawn positions (stalemate, insufficient material, seventy-five moves) go to the tiebreak.
@@ -52,9 +54,13 @@ class _DrawAction:
 class _DrawActionEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_DrawAction.ValueType], _builtins.type):
     DESCRIPTOR: _descriptor.EnumDescriptor
     DRAW_ACTION_UNSPECIFIED: _DrawAction.ValueType  # 0
+    """Not a valid action (refused as INVALID_ARGUMENT)."""
     DRAW_ACTION_OFFER: _DrawAction.ValueType  # 1
+    """Offer the opponent a draw."""
     DRAW_ACTION_ACCEPT: _DrawAction.ValueType  # 2
+    """Accept the opponent's pending draw offer: the game ends drawn."""
     DRAW_ACTION_DECLINE: _DrawAction.ValueType  # 3
+    """Decline the opponent's pending draw offer."""
     DRAW_ACTION_CLAIM: _DrawAction.ValueType  # 4
     """Claim a draw by threefold repetition or the fifty-move rule (the player to move)."""
 
@@ -62,9 +68,13 @@ class DrawAction(_DrawAction, metaclass=_DrawActionEnumTypeWrapper):
     """DrawAction is a draw offer, answer or claim (FIDE ruleset only)."""
 
 DRAW_ACTION_UNSPECIFIED: DrawAction.ValueType  # 0
+"""Not a valid action (refused as INVALID_ARGUMENT)."""
 DRAW_ACTION_OFFER: DrawAction.ValueType  # 1
+"""Offer the opponent a draw."""
 DRAW_ACTION_ACCEPT: DrawAction.ValueType  # 2
+"""Accept the opponent's pending draw offer: the game ends drawn."""
 DRAW_ACTION_DECLINE: DrawAction.ValueType  # 3
+"""Decline the opponent's pending draw offer."""
 DRAW_ACTION_CLAIM: DrawAction.ValueType  # 4
 """Claim a draw by threefold repetition or the fifty-move rule (the player to move)."""
 Global___DrawAction: _TypeAlias = DrawAction  # noqa: Y015
@@ -106,6 +116,7 @@ class ChessAction(_message.Message):
     move: _builtins.str
     """A move in UCI (e2e4, e7e8q) or SAN (Nf3, O-O, e8=Q). A promotion must name its piece."""
     draw: Global___DrawAction.ValueType
+    """A draw offer, answer or claim; only under RULESET_FIDE (refused under contest rules)."""
     def __init__(
         self,
         *,
@@ -131,7 +142,9 @@ class Material(_message.Message):
     WHITE_FIELD_NUMBER: _builtins.int
     BLACK_FIELD_NUMBER: _builtins.int
     white: _builtins.int
+    """White's material on the board, in pawns (the king not counted)."""
     black: _builtins.int
+    """Black's material on the board, in pawns (the king not counted)."""
     def __init__(
         self,
         *,
@@ -155,7 +168,9 @@ class LegalMove(_message.Message):
     UCI_FIELD_NUMBER: _builtins.int
     SAN_FIELD_NUMBER: _builtins.int
     uci: _builtins.str
+    """The move in UCI, e.g. "e2e4" or "e7e8q"."""
     san: _builtins.str
+    """The same move in SAN, e.g. "e4" or "e8=Q+"."""
     def __init__(
         self,
         *,
@@ -188,21 +203,31 @@ class ChessView(_message.Message):
     CAN_CLAIM_DRAW_FIELD_NUMBER: _builtins.int
     PLY_FIELD_NUMBER: _builtins.int
     fen: _builtins.str
+    """The current position in FEN."""
     ruleset: Global___Ruleset.ValueType
+    """The match's ruleset (never RULESET_UNSPECIFIED)."""
     last_move_uci: _builtins.str
     """Empty before the first move."""
     check: _builtins.bool
+    """Whether the side to move is in check."""
     draw_offer_by: _builtins.int
     """The seat with a pending draw offer (FIDE), if any."""
     can_claim_draw: _builtins.bool
     """Whether the side to move may claim a draw now (FIDE)."""
     ply: _builtins.int
+    """Half-moves played so far (0 before the first move)."""
     @_builtins.property
-    def moves_san(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def moves_san(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Every move played so far in SAN, in order (empty before the first move)."""
+
     @_builtins.property
-    def moves_uci(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def moves_uci(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The same moves in UCI, in order."""
+
     @_builtins.property
-    def material(self) -> Global___Material: ...
+    def material(self) -> Global___Material:
+        """The material each side has on the board."""
+
     @_builtins.property
     def legal_moves(self) -> _containers.RepeatedCompositeFieldContainer[Global___LegalMove]:
         """The legal moves of the side to move."""

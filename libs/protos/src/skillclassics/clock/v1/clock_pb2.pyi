@@ -60,6 +60,8 @@ Global___Timer: _TypeAlias = Timer  # noqa: Y015
 
 @_typing.final
 class ArmRequest(_message.Message):
+    """ArmRequest arms (or re-arms) one timer. A bad owner, timer_id, deadline or payload is INVALID_ARGUMENT."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     OWNER_FIELD_NUMBER: _builtins.int
@@ -67,10 +69,15 @@ class ArmRequest(_message.Message):
     DEADLINE_MS_FIELD_NUMBER: _builtins.int
     PAYLOAD_FIELD_NUMBER: _builtins.int
     owner: _builtins.str
+    """Required: who arms it, 1-128 characters of A-Z a-z 0-9 . _ : / - (INVALID_ARGUMENT otherwise)."""
     timer_id: _builtins.str
+    """Required: the owner's name for the timer, 1-128 characters of the same alphabet. Re-arming an existing id
+    replaces its deadline.
+    """
     deadline_ms: _builtins.int
     """Unix milliseconds; at most 60 s in the past (fires at once) and at most 7 days ahead."""
     payload: _builtins.bytes
+    """Optional opaque bytes returned with the expiration, at most 4096 bytes (empty: none)."""
     def __init__(
         self,
         *,
@@ -89,6 +96,8 @@ Global___ArmRequest: _TypeAlias = ArmRequest  # noqa: Y015
 
 @_typing.final
 class ArmResponse(_message.Message):
+    """ArmResponse is the timer as stored."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     TIMER_FIELD_NUMBER: _builtins.int
@@ -96,7 +105,9 @@ class ArmResponse(_message.Message):
     replaced: _builtins.bool
     """True when a timer with this owner and id existed and was replaced."""
     @_builtins.property
-    def timer(self) -> Global___Timer: ...
+    def timer(self) -> Global___Timer:
+        """The stored timer, with its new arm_id."""
+
     def __init__(
         self,
         *,
@@ -113,12 +124,16 @@ Global___ArmResponse: _TypeAlias = ArmResponse  # noqa: Y015
 
 @_typing.final
 class CancelRequest(_message.Message):
+    """CancelRequest names the timer to remove."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     OWNER_FIELD_NUMBER: _builtins.int
     TIMER_ID_FIELD_NUMBER: _builtins.int
     owner: _builtins.str
+    """Required: the owner that armed it (same format as Timer.owner)."""
     timer_id: _builtins.str
+    """Required: the timer's id (same format as Timer.timer_id)."""
     def __init__(
         self,
         *,
@@ -135,6 +150,8 @@ Global___CancelRequest: _TypeAlias = CancelRequest  # noqa: Y015
 
 @_typing.final
 class CancelResponse(_message.Message):
+    """CancelResponse says whether a timer was removed."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     CANCELLED_FIELD_NUMBER: _builtins.int
@@ -155,13 +172,19 @@ Global___CancelResponse: _TypeAlias = CancelResponse  # noqa: Y015
 
 @_typing.final
 class AckRequest(_message.Message):
+    """AckRequest acknowledges one delivered expiration. Acking a timer that has not expired yet is
+    FAILED_PRECONDITION.
+    """
+
     DESCRIPTOR: _descriptor.Descriptor
 
     OWNER_FIELD_NUMBER: _builtins.int
     TIMER_ID_FIELD_NUMBER: _builtins.int
     ARM_ID_FIELD_NUMBER: _builtins.int
     owner: _builtins.str
+    """Required: the owner of the timer (same format as Timer.owner)."""
     timer_id: _builtins.str
+    """Required: the timer's id (same format as Timer.timer_id)."""
     arm_id: _builtins.int
     """The arm_id of the expiration being acknowledged."""
     def __init__(
@@ -181,6 +204,8 @@ Global___AckRequest: _TypeAlias = AckRequest  # noqa: Y015
 
 @_typing.final
 class AckResponse(_message.Message):
+    """AckResponse says whether the expiration was acknowledged."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     ACKNOWLEDGED_FIELD_NUMBER: _builtins.int
@@ -201,10 +226,13 @@ Global___AckResponse: _TypeAlias = AckResponse  # noqa: Y015
 
 @_typing.final
 class WatchExpirationsRequest(_message.Message):
+    """WatchExpirationsRequest opens an owner's expiration stream."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     OWNER_FIELD_NUMBER: _builtins.int
     owner: _builtins.str
+    """Required: whose expirations to stream (same format as Timer.owner)."""
     def __init__(
         self,
         *,
@@ -220,11 +248,15 @@ Global___WatchExpirationsRequest: _TypeAlias = WatchExpirationsRequest  # noqa: 
 
 @_typing.final
 class WatchExpirationsResponse(_message.Message):
+    """WatchExpirationsResponse is one expiration (pending ones first, then each as it fires)."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     EXPIRATION_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def expiration(self) -> Global___Expiration: ...
+    def expiration(self) -> Global___Expiration:
+        """The expired timer; acknowledge it with Ack, or it is delivered again on reconnect."""
+
     def __init__(
         self,
         *,
@@ -257,7 +289,9 @@ class Expiration(_message.Message):
     a second after its deadline.
     """
     @_builtins.property
-    def timer(self) -> Global___Timer: ...
+    def timer(self) -> Global___Timer:
+        """The timer as it was armed (its arm_id is what Ack takes)."""
+
     def __init__(
         self,
         *,
@@ -276,6 +310,8 @@ Global___Expiration: _TypeAlias = Expiration  # noqa: Y015
 
 @_typing.final
 class NowRequest(_message.Message):
+    """NowRequest takes no fields."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     def __init__(
@@ -291,6 +327,8 @@ Global___NowRequest: _TypeAlias = NowRequest  # noqa: Y015
 
 @_typing.final
 class NowResponse(_message.Message):
+    """NowResponse is the service's current time."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     UNIX_MS_FIELD_NUMBER: _builtins.int

@@ -26,6 +26,7 @@ class _DrawKind:
 class _DrawKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_DrawKind.ValueType], _builtins.type):
     DESCRIPTOR: _descriptor.EnumDescriptor
     DRAW_KIND_UNSPECIFIED: _DrawKind.ValueType  # 0
+    """Not a valid kind: a Draw naming it is INVALID_ARGUMENT."""
     DRAW_KIND_DICE: _DrawKind.ValueType  # 1
     """`count` dice, each 1..6."""
     DRAW_KIND_INTEGER: _DrawKind.ValueType  # 2
@@ -39,6 +40,7 @@ class DrawKind(_DrawKind, metaclass=_DrawKindEnumTypeWrapper):
     """DrawKind says what a draw produces."""
 
 DRAW_KIND_UNSPECIFIED: DrawKind.ValueType  # 0
+"""Not a valid kind: a Draw naming it is INVALID_ARGUMENT."""
 DRAW_KIND_DICE: DrawKind.ValueType  # 1
 """`count` dice, each 1..6."""
 DRAW_KIND_INTEGER: DrawKind.ValueType  # 2
@@ -56,6 +58,7 @@ class _MatchState:
 class _MatchStateEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_MatchState.ValueType], _builtins.type):
     DESCRIPTOR: _descriptor.EnumDescriptor
     MATCH_STATE_UNSPECIFIED: _MatchState.ValueType  # 0
+    """Never returned."""
     MATCH_STATE_OPEN: _MatchState.ValueType  # 1
     """Committed; client seeds may still be added (no draw yet)."""
     MATCH_STATE_DRAWING: _MatchState.ValueType  # 2
@@ -67,6 +70,7 @@ class MatchState(_MatchState, metaclass=_MatchStateEnumTypeWrapper):
     """MatchState is where a match's random stream is in its life."""
 
 MATCH_STATE_UNSPECIFIED: MatchState.ValueType  # 0
+"""Never returned."""
 MATCH_STATE_OPEN: MatchState.ValueType  # 1
 """Committed; client seeds may still be added (no draw yet)."""
 MATCH_STATE_DRAWING: MatchState.ValueType  # 2
@@ -77,6 +81,8 @@ Global___MatchState: _TypeAlias = MatchState  # noqa: Y015
 
 @_typing.final
 class CommitRequest(_message.Message):
+    """CommitRequest asks for a match's commitment. A malformed match_id or idempotency_key is INVALID_ARGUMENT."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     MATCH_ID_FIELD_NUMBER: _builtins.int
@@ -101,12 +107,15 @@ Global___CommitRequest: _TypeAlias = CommitRequest  # noqa: Y015
 
 @_typing.final
 class CommitResponse(_message.Message):
+    """CommitResponse is the published commitment."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     MATCH_ID_FIELD_NUMBER: _builtins.int
     COMMITMENT_FIELD_NUMBER: _builtins.int
     COMMITTED_AT_MS_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
+    """The match committed to."""
     commitment: _builtins.str
     """Lower-case hex SHA-256 of the 32-byte server seed."""
     committed_at_ms: _builtins.int
@@ -128,12 +137,17 @@ Global___CommitResponse: _TypeAlias = CommitResponse  # noqa: Y015
 
 @_typing.final
 class AddClientSeedRequest(_message.Message):
+    """AddClientSeedRequest adds one seat's client seed. A seed added after the first draw or after Finish is
+    FAILED_PRECONDITION; a second, different seed for a seat is ALREADY_EXISTS.
+    """
+
     DESCRIPTOR: _descriptor.Descriptor
 
     MATCH_ID_FIELD_NUMBER: _builtins.int
     SEAT_FIELD_NUMBER: _builtins.int
     CLIENT_SEED_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
+    """Required: a match with a commitment (NOT_FOUND otherwise); same format as CommitRequest.match_id."""
     seat: _builtins.int
     """The seat adding the seed (0 for the first seat, 1 for the second, ...)."""
     client_seed: _builtins.bytes
@@ -155,13 +169,18 @@ Global___AddClientSeedRequest: _TypeAlias = AddClientSeedRequest  # noqa: Y015
 
 @_typing.final
 class AddClientSeedResponse(_message.Message):
+    """AddClientSeedResponse lists the match's client seeds so far."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     MATCH_ID_FIELD_NUMBER: _builtins.int
     CLIENT_SEEDS_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
+    """The match."""
     @_builtins.property
-    def client_seeds(self) -> _containers.RepeatedCompositeFieldContainer[Global___ClientSeed]: ...
+    def client_seeds(self) -> _containers.RepeatedCompositeFieldContainer[Global___ClientSeed]:
+        """Every client seed added so far, by seat."""
+
     def __init__(
         self,
         *,
@@ -178,12 +197,16 @@ Global___AddClientSeedResponse: _TypeAlias = AddClientSeedResponse  # noqa: Y015
 
 @_typing.final
 class ClientSeed(_message.Message):
+    """ClientSeed is one seat's client seed."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     SEAT_FIELD_NUMBER: _builtins.int
     SEED_FIELD_NUMBER: _builtins.int
     seat: _builtins.int
+    """The seat that added it (0-15)."""
     seed: _builtins.bytes
+    """The seed bytes as added (1-64 bytes)."""
     def __init__(
         self,
         *,
@@ -200,6 +223,11 @@ Global___ClientSeed: _TypeAlias = ClientSeed  # noqa: Y015
 
 @_typing.final
 class DrawRequest(_message.Message):
+    """DrawRequest asks for one draw of a stream. Invalid stream names, kinds, counts or bounds are
+    INVALID_ARGUMENT; a draw after Finish, an index beyond the next one, or a recorded index asked with another
+    kind, count or bound is FAILED_PRECONDITION.
+    """
+
     DESCRIPTOR: _descriptor.Descriptor
 
     MATCH_ID_FIELD_NUMBER: _builtins.int
@@ -209,9 +237,11 @@ class DrawRequest(_message.Message):
     BOUND_FIELD_NUMBER: _builtins.int
     INDEX_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
+    """Required: a match with a commitment (NOT_FOUND otherwise)."""
     stream: _builtins.str
     """Stream name, 1-64 characters of a-z 0-9 . _ - (for example "dice", "shuffle", "setup")."""
     kind: Global___DrawKind.ValueType
+    """Required: what to draw; DRAW_KIND_UNSPECIFIED is INVALID_ARGUMENT."""
     count: _builtins.int
     """How many values: dice, integers and coins take 1-1024; a shuffle takes 1 (or 0, read as 1)."""
     bound: _builtins.int
@@ -244,6 +274,8 @@ Global___DrawRequest: _TypeAlias = DrawRequest  # noqa: Y015
 
 @_typing.final
 class DrawResponse(_message.Message):
+    """DrawResponse is the draw issued (or recorded before)."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     DRAW_FIELD_NUMBER: _builtins.int
@@ -251,7 +283,9 @@ class DrawResponse(_message.Message):
     newly_issued: _builtins.bool
     """False when the draw had been issued before and these are its recorded values."""
     @_builtins.property
-    def draw(self) -> Global___Draw: ...
+    def draw(self) -> Global___Draw:
+        """The draw with its values."""
+
     def __init__(
         self,
         *,
@@ -280,14 +314,21 @@ class Draw(_message.Message):
     VALUES_FIELD_NUMBER: _builtins.int
     ISSUED_AT_MS_FIELD_NUMBER: _builtins.int
     stream: _builtins.str
+    """The stream name."""
     index: _builtins.int
+    """The draw's index in its stream, from 0."""
     kind: Global___DrawKind.ValueType
+    """What the draw produced."""
     count: _builtins.int
+    """How many values were asked (1 for a shuffle)."""
     bound: _builtins.int
+    """The bound asked (see DrawRequest.bound; 0 for dice and coins)."""
     issued_at_ms: _builtins.int
     """When it was issued, Unix milliseconds."""
     @_builtins.property
-    def values(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    def values(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """The values: count values for dice, integers and coins; bound values (a permutation) for a shuffle."""
+
     def __init__(
         self,
         *,
@@ -309,10 +350,13 @@ Global___Draw: _TypeAlias = Draw  # noqa: Y015
 
 @_typing.final
 class FinishRequest(_message.Message):
+    """FinishRequest marks a match finished. Finishing twice is a no-op."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     MATCH_ID_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
+    """Required: a match with a commitment (NOT_FOUND otherwise)."""
     def __init__(
         self,
         *,
@@ -328,12 +372,16 @@ Global___FinishRequest: _TypeAlias = FinishRequest  # noqa: Y015
 
 @_typing.final
 class FinishResponse(_message.Message):
+    """FinishResponse says when the match was finished."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     MATCH_ID_FIELD_NUMBER: _builtins.int
     FINISHED_AT_MS_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
+    """The match."""
     finished_at_ms: _builtins.int
+    """When the match was (first) finished, Unix milliseconds."""
     def __init__(
         self,
         *,
@@ -350,10 +398,13 @@ Global___FinishResponse: _TypeAlias = FinishResponse  # noqa: Y015
 
 @_typing.final
 class RevealRequest(_message.Message):
+    """RevealRequest asks for a finished match's seed and draws. FAILED_PRECONDITION before Finish."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     MATCH_ID_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
+    """Required: a match with a commitment (NOT_FOUND otherwise)."""
     def __init__(
         self,
         *,
@@ -369,6 +420,8 @@ Global___RevealRequest: _TypeAlias = RevealRequest  # noqa: Y015
 
 @_typing.final
 class RevealResponse(_message.Message):
+    """RevealResponse is everything needed to check the match's stream offline."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     MATCH_ID_FIELD_NUMBER: _builtins.int
@@ -378,13 +431,17 @@ class RevealResponse(_message.Message):
     DRAWS_FIELD_NUMBER: _builtins.int
     PROOF_JSON_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
+    """The match."""
     commitment: _builtins.str
+    """Lower-case hex SHA-256 of server_seed, as published by Commit."""
     server_seed: _builtins.bytes
     """The 32-byte server seed."""
     proof_json: _builtins.str
     """The proof as JSON in the format `skillclassics verify` reads (docs/fairness.md)."""
     @_builtins.property
-    def client_seeds(self) -> _containers.RepeatedCompositeFieldContainer[Global___ClientSeed]: ...
+    def client_seeds(self) -> _containers.RepeatedCompositeFieldContainer[Global___ClientSeed]:
+        """Every client seed, by seat."""
+
     @_builtins.property
     def draws(self) -> _containers.RepeatedCompositeFieldContainer[Global___Draw]:
         """Every draw, ordered by stream then index."""
@@ -409,10 +466,13 @@ Global___RevealResponse: _TypeAlias = RevealResponse  # noqa: Y015
 
 @_typing.final
 class GetCommitmentRequest(_message.Message):
+    """GetCommitmentRequest asks for a match's public fairness state."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     MATCH_ID_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
+    """Required: a match with a commitment (NOT_FOUND otherwise)."""
     def __init__(
         self,
         *,
@@ -428,6 +488,8 @@ Global___GetCommitmentRequest: _TypeAlias = GetCommitmentRequest  # noqa: Y015
 
 @_typing.final
 class GetCommitmentResponse(_message.Message):
+    """GetCommitmentResponse is a match's public fairness state (no secret)."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     MATCH_ID_FIELD_NUMBER: _builtins.int
@@ -437,13 +499,21 @@ class GetCommitmentResponse(_message.Message):
     STREAMS_FIELD_NUMBER: _builtins.int
     COMMITTED_AT_MS_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
+    """The match."""
     commitment: _builtins.str
+    """Lower-case hex SHA-256 of the server seed."""
     state: Global___MatchState.ValueType
+    """Where the match's stream is in its life."""
     committed_at_ms: _builtins.int
+    """When the commitment was made, Unix milliseconds."""
     @_builtins.property
-    def client_seeds(self) -> _containers.RepeatedCompositeFieldContainer[Global___ClientSeed]: ...
+    def client_seeds(self) -> _containers.RepeatedCompositeFieldContainer[Global___ClientSeed]:
+        """Every client seed added so far, by seat."""
+
     @_builtins.property
-    def streams(self) -> _containers.RepeatedCompositeFieldContainer[Global___StreamProgress]: ...
+    def streams(self) -> _containers.RepeatedCompositeFieldContainer[Global___StreamProgress]:
+        """Each stream that has issued a draw, with its draw count (empty before the first draw)."""
+
     def __init__(
         self,
         *,
@@ -471,7 +541,9 @@ class StreamProgress(_message.Message):
     STREAM_FIELD_NUMBER: _builtins.int
     DRAWS_ISSUED_FIELD_NUMBER: _builtins.int
     stream: _builtins.str
+    """The stream name."""
     draws_issued: _builtins.int
+    """How many draws it has issued (the next index)."""
     def __init__(
         self,
         *,

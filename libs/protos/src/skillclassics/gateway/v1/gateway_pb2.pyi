@@ -22,6 +22,8 @@ DESCRIPTOR: _descriptor.FileDescriptor
 
 @_typing.final
 class WhoAmIRequest(_message.Message):
+    """WhoAmIRequest takes no fields: the player is the token's subject."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     def __init__(
@@ -37,11 +39,14 @@ Global___WhoAmIRequest: _TypeAlias = WhoAmIRequest  # noqa: Y015
 
 @_typing.final
 class WhoAmIResponse(_message.Message):
+    """WhoAmIResponse names the signed-in player."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     PLAYER_ID_FIELD_NUMBER: _builtins.int
     EXPIRES_AT_FIELD_NUMBER: _builtins.int
     player_id: _builtins.str
+    """The caller's player id (the token's subject)."""
     expires_at: _builtins.int
     """When the token expires, Unix seconds."""
     def __init__(
@@ -60,6 +65,10 @@ Global___WhoAmIResponse: _TypeAlias = WhoAmIResponse  # noqa: Y015
 
 @_typing.final
 class CreateTableRequest(_message.Message):
+    """CreateTableRequest opens a table for the caller (matchmaking CreateTableRequest without player_id; same
+    rules and errors).
+    """
+
     DESCRIPTOR: _descriptor.Descriptor
 
     FAMILY_FIELD_NUMBER: _builtins.int
@@ -70,16 +79,30 @@ class CreateTableRequest(_message.Message):
     VISIBILITY_FIELD_NUMBER: _builtins.int
     IDEMPOTENCY_KEY_FIELD_NUMBER: _builtins.int
     family: _builtins.str
+    """Required: the game family, "chess" or "gin" (any other is INVALID_ARGUMENT; a family with no rules shard
+    configured is UNAVAILABLE).
+    """
     entry_fee_minor: _builtins.int
     """The entry fee in the currency's minor units (cents)."""
     currency: _builtins.str
     """ISO 4217 code, e.g. "USD"."""
     visibility: _matchmaking_pb2.Visibility.ValueType
+    """Who sees the table; VISIBILITY_UNSPECIFIED means public."""
     idempotency_key: _builtins.str
+    """Required, 1-128 characters, chosen by the client; a second table with the same key is ALREADY_EXISTS."""
     @_builtins.property
-    def options(self) -> _rules_pb2.MatchOptions: ...
+    def options(self) -> _rules_pb2.MatchOptions:
+        """The family's options; unset means its defaults. Chess: ruleset contest or FIDE, no initial_fen. Gin: any
+        variant, hands_to_win 0 or 3. Options of another family are INVALID_ARGUMENT.
+        """
+
     @_builtins.property
-    def time_control(self) -> _rules_pb2.TimeControl: ...
+    def time_control(self) -> _rules_pb2.TimeControl:
+        """Required: one of the family's lobby clocks (INVALID_ARGUMENT otherwise). Chess: base_ms of 3, 5, 10, 20
+        or 30 minutes, nothing else set. Gin: base_ms of 5, 10, 15, 20 or 30 minutes for the match plus
+        increment_ms of 0, 5000 or 10000, nothing else set.
+        """
+
     def __init__(
         self,
         *,
@@ -101,11 +124,15 @@ Global___CreateTableRequest: _TypeAlias = CreateTableRequest  # noqa: Y015
 
 @_typing.final
 class CreateTableResponse(_message.Message):
+    """CreateTableResponse is the table created."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     TABLE_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def table(self) -> _matchmaking_pb2.Table: ...
+    def table(self) -> _matchmaking_pb2.Table:
+        """The new table, open, with the caller in seat 0."""
+
     def __init__(
         self,
         *,
@@ -121,6 +148,8 @@ Global___CreateTableResponse: _TypeAlias = CreateTableResponse  # noqa: Y015
 
 @_typing.final
 class ListTablesRequest(_message.Message):
+    """ListTablesRequest filters the open public tables of one family."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     FAMILY_FIELD_NUMBER: _builtins.int
@@ -130,6 +159,7 @@ class ListTablesRequest(_message.Message):
     LIMIT_FIELD_NUMBER: _builtins.int
     FREE_ONLY_FIELD_NUMBER: _builtins.int
     family: _builtins.str
+    """Required: the game family, "chess" or "gin" (any other is INVALID_ARGUMENT)."""
     max_entry_fee_minor: _builtins.int
     """Only tables whose fee is at most this (0: any)."""
     currency: _builtins.str
@@ -160,11 +190,15 @@ Global___ListTablesRequest: _TypeAlias = ListTablesRequest  # noqa: Y015
 
 @_typing.final
 class ListTablesResponse(_message.Message):
+    """ListTablesResponse is the tables found."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     TABLES_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def tables(self) -> _containers.RepeatedCompositeFieldContainer[_matchmaking_pb2.Table]: ...
+    def tables(self) -> _containers.RepeatedCompositeFieldContainer[_matchmaking_pb2.Table]:
+        """Open public tables, oldest first."""
+
     def __init__(
         self,
         *,
@@ -180,10 +214,15 @@ Global___ListTablesResponse: _TypeAlias = ListTablesResponse  # noqa: Y015
 
 @_typing.final
 class JoinTableRequest(_message.Message):
+    """JoinTableRequest takes the free seat of a table. Joining one's own table, a table that is not open, or
+    while at a table, in the queue or playing is FAILED_PRECONDITION.
+    """
+
     DESCRIPTOR: _descriptor.Descriptor
 
     TABLE_ID_FIELD_NUMBER: _builtins.int
     table_id: _builtins.str
+    """Required: the table's id (NOT_FOUND when unknown)."""
     def __init__(
         self,
         *,
@@ -199,11 +238,15 @@ Global___JoinTableRequest: _TypeAlias = JoinTableRequest  # noqa: Y015
 
 @_typing.final
 class JoinTableResponse(_message.Message):
+    """JoinTableResponse is the table after the join."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     TABLE_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def table(self) -> _matchmaking_pb2.Table: ...
+    def table(self) -> _matchmaking_pb2.Table:
+        """The table, with both seats and its match_id."""
+
     def __init__(
         self,
         *,
@@ -219,10 +262,13 @@ Global___JoinTableResponse: _TypeAlias = JoinTableResponse  # noqa: Y015
 
 @_typing.final
 class LeaveTableRequest(_message.Message):
+    """LeaveTableRequest cancels the caller's own open table (FAILED_PRECONDITION otherwise)."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     TABLE_ID_FIELD_NUMBER: _builtins.int
     table_id: _builtins.str
+    """Required: the table's id (NOT_FOUND when unknown)."""
     def __init__(
         self,
         *,
@@ -238,11 +284,15 @@ Global___LeaveTableRequest: _TypeAlias = LeaveTableRequest  # noqa: Y015
 
 @_typing.final
 class LeaveTableResponse(_message.Message):
+    """LeaveTableResponse is the table after the leave."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     TABLE_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def table(self) -> _matchmaking_pb2.Table: ...
+    def table(self) -> _matchmaking_pb2.Table:
+        """The table, cancelled."""
+
     def __init__(
         self,
         *,
@@ -258,6 +308,10 @@ Global___LeaveTableResponse: _TypeAlias = LeaveTableResponse  # noqa: Y015
 
 @_typing.final
 class EnterQueueRequest(_message.Message):
+    """EnterQueueRequest joins a quick-match pool (matchmaking EnterQueueRequest without player_id; same rules and
+    errors).
+    """
+
     DESCRIPTOR: _descriptor.Descriptor
 
     FAMILY_FIELD_NUMBER: _builtins.int
@@ -266,12 +320,28 @@ class EnterQueueRequest(_message.Message):
     ENTRY_FEE_MINOR_FIELD_NUMBER: _builtins.int
     CURRENCY_FIELD_NUMBER: _builtins.int
     family: _builtins.str
+    """Required: the game family, "chess" or "gin" (any other is INVALID_ARGUMENT; a family with no rules shard
+    configured is UNAVAILABLE).
+    """
     entry_fee_minor: _builtins.int
+    """The entry fee in the currency's minor units (cents), 0 (free) to 10^12; negative is INVALID_ARGUMENT."""
     currency: _builtins.str
+    """Required even for a free entry: an active ISO 4217 code such as "USD" (metals, units of account and
+    XTS/XXX are refused); INVALID_ARGUMENT otherwise.
+    """
     @_builtins.property
-    def options(self) -> _rules_pb2.MatchOptions: ...
+    def options(self) -> _rules_pb2.MatchOptions:
+        """The family's options; unset means its defaults. Chess: ruleset contest or FIDE, no initial_fen. Gin: any
+        variant, hands_to_win 0 or 3. Options of another family are INVALID_ARGUMENT.
+        """
+
     @_builtins.property
-    def time_control(self) -> _rules_pb2.TimeControl: ...
+    def time_control(self) -> _rules_pb2.TimeControl:
+        """Required: one of the family's lobby clocks (INVALID_ARGUMENT otherwise). Chess: base_ms of 3, 5, 10, 20
+        or 30 minutes, nothing else set. Gin: base_ms of 5, 10, 15, 20 or 30 minutes for the match plus
+        increment_ms of 0, 5000 or 10000, nothing else set.
+        """
+
     def __init__(
         self,
         *,
@@ -291,6 +361,8 @@ Global___EnterQueueRequest: _TypeAlias = EnterQueueRequest  # noqa: Y015
 
 @_typing.final
 class EnterQueueResponse(_message.Message):
+    """EnterQueueResponse says where the caller waits."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     POOL_FIELD_NUMBER: _builtins.int
@@ -299,7 +371,9 @@ class EnterQueueResponse(_message.Message):
     pool: _builtins.str
     """The pool the player waits in: family, options, clock and fee must all match to pair."""
     rating: _builtins.int
+    """The caller's rating in the family, used for pairing (1500 for a new player)."""
     entered_at_ms: _builtins.int
+    """When the caller entered the queue, Unix milliseconds."""
     def __init__(
         self,
         *,
@@ -317,6 +391,8 @@ Global___EnterQueueResponse: _TypeAlias = EnterQueueResponse  # noqa: Y015
 
 @_typing.final
 class LeaveQueueRequest(_message.Message):
+    """LeaveQueueRequest takes no fields: the caller leaves the queue."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     def __init__(
@@ -332,6 +408,8 @@ Global___LeaveQueueRequest: _TypeAlias = LeaveQueueRequest  # noqa: Y015
 
 @_typing.final
 class LeaveQueueResponse(_message.Message):
+    """LeaveQueueResponse says whether the caller was queued."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     LEFT_FIELD_NUMBER: _builtins.int
@@ -352,6 +430,8 @@ Global___LeaveQueueResponse: _TypeAlias = LeaveQueueResponse  # noqa: Y015
 
 @_typing.final
 class WatchLobbyRequest(_message.Message):
+    """WatchLobbyRequest takes no fields: the caller's lobby events are streamed."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     def __init__(
@@ -377,12 +457,19 @@ class WatchLobbyResponse(_message.Message):
     SUBSCRIBED_FIELD_NUMBER: _builtins.int
     AT_MS_FIELD_NUMBER: _builtins.int
     at_ms: _builtins.int
+    """When the event was sent, Unix milliseconds."""
     @_builtins.property
-    def table_updated(self) -> _matchmaking_pb2.Table: ...
+    def table_updated(self) -> _matchmaking_pb2.Table:
+        """A table the caller sits at, as it is now; sent when it changes."""
+
     @_builtins.property
-    def match_ready(self) -> _matchmaking_pb2.MatchReady: ...
+    def match_ready(self) -> _matchmaking_pb2.MatchReady:
+        """A match of the caller's was created: open it with Play or WatchMatch."""
+
     @_builtins.property
-    def rating_changed(self) -> _matchmaking_pb2.RatingChanged: ...
+    def rating_changed(self) -> _matchmaking_pb2.RatingChanged:
+        """The caller's rating changed after a match."""
+
     @_builtins.property
     def subscribed(self) -> _matchmaking_pb2.Subscribed:
         """The first event of every stream: from here on no event for the player is missed."""
@@ -408,6 +495,8 @@ Global___WatchLobbyResponse: _TypeAlias = WatchLobbyResponse  # noqa: Y015
 
 @_typing.final
 class GetRatingsRequest(_message.Message):
+    """GetRatingsRequest takes no fields: the caller's ratings are returned."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     def __init__(
@@ -423,14 +512,20 @@ Global___GetRatingsRequest: _TypeAlias = GetRatingsRequest  # noqa: Y015
 
 @_typing.final
 class GetRatingsResponse(_message.Message):
+    """GetRatingsResponse is the caller's ratings and their history."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     RATINGS_FIELD_NUMBER: _builtins.int
     HISTORY_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def ratings(self) -> _containers.RepeatedCompositeFieldContainer[_matchmaking_pb2.Rating]: ...
+    def ratings(self) -> _containers.RepeatedCompositeFieldContainer[_matchmaking_pb2.Rating]:
+        """One rating per family the caller has played (empty for a new player), by family."""
+
     @_builtins.property
-    def history(self) -> _containers.RepeatedCompositeFieldContainer[_matchmaking_pb2.RatingChange]: ...
+    def history(self) -> _containers.RepeatedCompositeFieldContainer[_matchmaking_pb2.RatingChange]:
+        """Every rating change, oldest first."""
+
     def __init__(
         self,
         *,
@@ -447,6 +542,8 @@ Global___GetRatingsResponse: _TypeAlias = GetRatingsResponse  # noqa: Y015
 
 @_typing.final
 class GetMatchHistoryRequest(_message.Message):
+    """GetMatchHistoryRequest asks for the caller's matches."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     FAMILY_FIELD_NUMBER: _builtins.int
@@ -467,11 +564,15 @@ Global___GetMatchHistoryRequest: _TypeAlias = GetMatchHistoryRequest  # noqa: Y0
 
 @_typing.final
 class GetMatchHistoryResponse(_message.Message):
+    """GetMatchHistoryResponse is the caller's matches."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     MATCHES_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def matches(self) -> _containers.RepeatedCompositeFieldContainer[_matchmaking_pb2.PlayedMatch]: ...
+    def matches(self) -> _containers.RepeatedCompositeFieldContainer[_matchmaking_pb2.PlayedMatch]:
+        """The caller's matches, newest first."""
+
     def __init__(
         self,
         *,
@@ -487,16 +588,25 @@ Global___GetMatchHistoryResponse: _TypeAlias = GetMatchHistoryResponse  # noqa: 
 
 @_typing.final
 class SubmitActionRequest(_message.Message):
+    """SubmitActionRequest plays one action for the caller's seat. Illegal or out-of-turn actions are
+    FAILED_PRECONDITION, unreadable ones INVALID_ARGUMENT, a caller not seated PERMISSION_DENIED.
+    """
+
     DESCRIPTOR: _descriptor.Descriptor
 
     MATCH_ID_FIELD_NUMBER: _builtins.int
     IDEMPOTENCY_KEY_FIELD_NUMBER: _builtins.int
     ACTION_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
+    """Required: the match id, "<family>.<shard>.<unique>" (INVALID_ARGUMENT when malformed, NOT_FOUND when no
+    such shard or match).
+    """
     idempotency_key: _builtins.str
     """Client-chosen; a retry with the same key returns the original answer."""
     @_builtins.property
-    def action(self) -> _rules_pb2.Action: ...
+    def action(self) -> _rules_pb2.Action:
+        """Required: the action (see skillclassics.rules.v1.Action)."""
+
     def __init__(
         self,
         *,
@@ -514,6 +624,8 @@ Global___SubmitActionRequest: _TypeAlias = SubmitActionRequest  # noqa: Y015
 
 @_typing.final
 class SubmitActionResponse(_message.Message):
+    """SubmitActionResponse is the accepted action's result."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     SEQUENCE_FIELD_NUMBER: _builtins.int
@@ -544,12 +656,19 @@ Global___SubmitActionResponse: _TypeAlias = SubmitActionResponse  # noqa: Y015
 
 @_typing.final
 class WatchMatchRequest(_message.Message):
+    """WatchMatchRequest opens a stream of a match's updates. A caller not seated and not a spectator is
+    PERMISSION_DENIED.
+    """
+
     DESCRIPTOR: _descriptor.Descriptor
 
     MATCH_ID_FIELD_NUMBER: _builtins.int
     SPECTATOR_FIELD_NUMBER: _builtins.int
     FROM_SEQUENCE_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
+    """Required: the match id, "<family>.<shard>.<unique>" (INVALID_ARGUMENT when malformed, NOT_FOUND when no
+    such shard or match).
+    """
     spectator: _builtins.bool
     """Watch as a spectator (the public view). Otherwise the caller must be seated and sees their seat's
     view; there is no way to ask for another seat's view.
@@ -573,11 +692,15 @@ Global___WatchMatchRequest: _TypeAlias = WatchMatchRequest  # noqa: Y015
 
 @_typing.final
 class WatchMatchResponse(_message.Message):
+    """WatchMatchResponse is one update of a WatchMatch stream."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     UPDATE_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def update(self) -> _rules_pb2.MatchUpdate: ...
+    def update(self) -> _rules_pb2.MatchUpdate:
+        """The match after one event, as the caller sees it."""
+
     def __init__(
         self,
         *,
@@ -593,11 +716,18 @@ Global___WatchMatchResponse: _TypeAlias = WatchMatchResponse  # noqa: Y015
 
 @_typing.final
 class GetMatchRequest(_message.Message):
+    """GetMatchRequest asks for a match as the caller sees it now. A caller not seated and not a spectator is
+    PERMISSION_DENIED.
+    """
+
     DESCRIPTOR: _descriptor.Descriptor
 
     MATCH_ID_FIELD_NUMBER: _builtins.int
     SPECTATOR_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
+    """Required: the match id, "<family>.<shard>.<unique>" (INVALID_ARGUMENT when malformed, NOT_FOUND when no
+    such shard or match).
+    """
     spectator: _builtins.bool
     """As a spectator (the public view); otherwise as the caller's seat."""
     def __init__(
@@ -616,6 +746,8 @@ Global___GetMatchRequest: _TypeAlias = GetMatchRequest  # noqa: Y015
 
 @_typing.final
 class GetMatchResponse(_message.Message):
+    """GetMatchResponse is the match now, with its setup."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     UPDATE_FIELD_NUMBER: _builtins.int
@@ -626,13 +758,21 @@ class GetMatchResponse(_message.Message):
     seat: _builtins.int
     """The caller's seat, when they are seated."""
     @_builtins.property
-    def update(self) -> _rules_pb2.MatchUpdate: ...
+    def update(self) -> _rules_pb2.MatchUpdate:
+        """The match's latest update as the caller sees it."""
+
     @_builtins.property
-    def seats(self) -> _containers.RepeatedCompositeFieldContainer[_rules_pb2.SeatAssignment]: ...
+    def seats(self) -> _containers.RepeatedCompositeFieldContainer[_rules_pb2.SeatAssignment]:
+        """Who sits in each seat."""
+
     @_builtins.property
-    def options(self) -> _rules_pb2.MatchOptions: ...
+    def options(self) -> _rules_pb2.MatchOptions:
+        """The match's options."""
+
     @_builtins.property
-    def time_control(self) -> _rules_pb2.TimeControl: ...
+    def time_control(self) -> _rules_pb2.TimeControl:
+        """The match's clock."""
+
     def __init__(
         self,
         *,
@@ -654,10 +794,15 @@ Global___GetMatchResponse: _TypeAlias = GetMatchResponse  # noqa: Y015
 
 @_typing.final
 class GetRecordRequest(_message.Message):
+    """GetRecordRequest asks for a finished match's record. FAILED_PRECONDITION until the match is over."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     MATCH_ID_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
+    """Required: the match id, "<family>.<shard>.<unique>" (INVALID_ARGUMENT when malformed, NOT_FOUND when no
+    such shard or match).
+    """
     def __init__(
         self,
         *,
@@ -673,6 +818,8 @@ Global___GetRecordRequest: _TypeAlias = GetRecordRequest  # noqa: Y015
 
 @_typing.final
 class GetRecordResponse(_message.Message):
+    """GetRecordResponse is a finished match's record."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     MATCH_ID_FIELD_NUMBER: _builtins.int
@@ -683,16 +830,21 @@ class GetRecordResponse(_message.Message):
     FAIRNESS_VERSION_FIELD_NUMBER: _builtins.int
     FAIRNESS_DRAWS_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
+    """The match."""
     record: _builtins.str
     """The game in the family's notation: PGN for chess."""
     record_format: _builtins.str
+    """The format of record: "pgn" for chess, "txt" for gin rummy."""
     fairness_commitment: _builtins.str
     """The match's fairness commitment and its version, as announced before the match (empty and 0 for
     families without chance).
     """
     fairness_version: _builtins.int
+    """The version of that commitment's fairness stream; 0 without a commitment."""
     @_builtins.property
-    def result(self) -> _rules_pb2.Result: ...
+    def result(self) -> _rules_pb2.Result:
+        """How the match ended."""
+
     @_builtins.property
     def fairness_draws(self) -> _containers.RepeatedCompositeFieldContainer[_rules_pb2.FairnessDraw]:
         """Every draw the match used from its fairness stream, with the values the game used: each must be in
@@ -720,10 +872,15 @@ Global___GetRecordResponse: _TypeAlias = GetRecordResponse  # noqa: Y015
 
 @_typing.final
 class GetFairnessProofRequest(_message.Message):
+    """GetFairnessProofRequest asks for a finished match's fairness proof."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     MATCH_ID_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
+    """Required: the match id (INVALID_ARGUMENT when malformed; NOT_FOUND for a match without a fairness
+    stream).
+    """
     def __init__(
         self,
         *,
@@ -739,12 +896,15 @@ Global___GetFairnessProofRequest: _TypeAlias = GetFairnessProofRequest  # noqa: 
 
 @_typing.final
 class GetFairnessProofResponse(_message.Message):
+    """GetFairnessProofResponse is a finished match's fairness proof."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     MATCH_ID_FIELD_NUMBER: _builtins.int
     COMMITMENT_FIELD_NUMBER: _builtins.int
     PROOF_JSON_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
+    """The match."""
     commitment: _builtins.str
     """The SHA-256 commitment published before the match."""
     proof_json: _builtins.str
@@ -766,12 +926,18 @@ Global___GetFairnessProofResponse: _TypeAlias = GetFairnessProofResponse  # noqa
 
 @_typing.final
 class AddClientSeedRequest(_message.Message):
+    """AddClientSeedRequest contributes the caller's client seed. A caller not seated is PERMISSION_DENIED."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     MATCH_ID_FIELD_NUMBER: _builtins.int
     CLIENT_SEED_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
+    """Required: a match the caller is seated in."""
     client_seed: _builtins.bytes
+    """Required: 1-64 bytes (32 random bytes recommended); another length is INVALID_ARGUMENT. Repeating the
+    identical seed is a no-op, a different second seed ALREADY_EXISTS.
+    """
     def __init__(
         self,
         *,
@@ -788,6 +954,8 @@ Global___AddClientSeedRequest: _TypeAlias = AddClientSeedRequest  # noqa: Y015
 
 @_typing.final
 class AddClientSeedResponse(_message.Message):
+    """AddClientSeedResponse confirms the seed."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     SEAT_FIELD_NUMBER: _builtins.int
@@ -819,9 +987,13 @@ class PlayRequest(_message.Message):
     OPEN_FIELD_NUMBER: _builtins.int
     ACTION_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def open(self) -> Global___PlayOpen: ...
+    def open(self) -> Global___PlayOpen:
+        """Opens the stream; only as the first message."""
+
     @_builtins.property
-    def action(self) -> Global___PlayAction: ...
+    def action(self) -> Global___PlayAction:
+        """One action for the caller's seat; answered by a PlayAnswer."""
+
     def __init__(
         self,
         *,
@@ -847,6 +1019,9 @@ class PlayOpen(_message.Message):
     MATCH_ID_FIELD_NUMBER: _builtins.int
     FROM_SEQUENCE_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
+    """Required: the match id, "<family>.<shard>.<unique>" of a match the caller is seated in (PERMISSION_DENIED
+    otherwise; INVALID_ARGUMENT when malformed, NOT_FOUND when no such shard or match).
+    """
     from_sequence: _builtins.int
     """The last sequence seen; updates after it are sent (0: from the start). Reconnect with it."""
     def __init__(
@@ -876,7 +1051,9 @@ class PlayAction(_message.Message):
     a later stream, or through SubmitAction) returns the original answer.
     """
     @_builtins.property
-    def action(self) -> _rules_pb2.Action: ...
+    def action(self) -> _rules_pb2.Action:
+        """Required: the action (see skillclassics.rules.v1.Action)."""
+
     def __init__(
         self,
         *,
@@ -938,7 +1115,9 @@ class PlayOpened(_message.Message):
     MATCH_ID_FIELD_NUMBER: _builtins.int
     SEAT_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
+    """The match the stream is open on."""
     seat: _builtins.int
+    """The caller's seat in it."""
     def __init__(
         self,
         *,
@@ -972,6 +1151,7 @@ class PlayAnswer(_message.Message):
     accepted.
     """
     message: _builtins.str
+    """Why the action was refused, for people; empty when accepted."""
     def __init__(
         self,
         *,

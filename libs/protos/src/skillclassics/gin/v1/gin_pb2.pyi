@@ -59,10 +59,17 @@ class _HandEnd:
 class _HandEndEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_HandEnd.ValueType], _builtins.type):
     DESCRIPTOR: _descriptor.EnumDescriptor
     HAND_END_UNSPECIFIED: _HandEnd.ValueType  # 0
+    """Never set on a finished hand."""
     HAND_END_KNOCK: _HandEnd.ValueType  # 1
+    """A knock the knocker won: the defender's deadwood after lay-offs exceeded the knocker's."""
     HAND_END_UNDERCUT: _HandEnd.ValueType  # 2
+    """A knock the defender won: the defender's deadwood after lay-offs was not more than the knocker's (a tie
+    is an undercut).
+    """
     HAND_END_GIN: _HandEnd.ValueType  # 3
+    """Gin: ten cards melded after the discard."""
     HAND_END_BIG_GIN: _HandEnd.ValueType  # 4
+    """Big gin: all eleven cards melded, no discard."""
     HAND_END_VOID: _HandEnd.ValueType  # 5
     """The stock ran down to two cards: the hand does not count and is dealt again."""
 
@@ -70,10 +77,17 @@ class HandEnd(_HandEnd, metaclass=_HandEndEnumTypeWrapper):
     """HandEnd says how a hand ended."""
 
 HAND_END_UNSPECIFIED: HandEnd.ValueType  # 0
+"""Never set on a finished hand."""
 HAND_END_KNOCK: HandEnd.ValueType  # 1
+"""A knock the knocker won: the defender's deadwood after lay-offs exceeded the knocker's."""
 HAND_END_UNDERCUT: HandEnd.ValueType  # 2
+"""A knock the defender won: the defender's deadwood after lay-offs was not more than the knocker's (a tie
+is an undercut).
+"""
 HAND_END_GIN: HandEnd.ValueType  # 3
+"""Gin: ten cards melded after the discard."""
 HAND_END_BIG_GIN: HandEnd.ValueType  # 4
+"""Big gin: all eleven cards melded, no discard."""
 HAND_END_VOID: HandEnd.ValueType  # 5
 """The stock ran down to two cards: the hand does not count and is dealt again."""
 Global___HandEnd: _TypeAlias = HandEnd  # noqa: Y015
@@ -85,6 +99,7 @@ class _Phase:
 class _PhaseEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Phase.ValueType], _builtins.type):
     DESCRIPTOR: _descriptor.EnumDescriptor
     PHASE_UNSPECIFIED: _Phase.ValueType  # 0
+    """Never set in a view."""
     PHASE_DEALING: _Phase.ValueType  # 1
     """Waiting for the shuffle (or the first dealer) from the fairness stream."""
     PHASE_UPCARD_OFFER: _Phase.ValueType  # 2
@@ -100,6 +115,7 @@ class Phase(_Phase, metaclass=_PhaseEnumTypeWrapper):
     """Phase is where the current hand is."""
 
 PHASE_UNSPECIFIED: Phase.ValueType  # 0
+"""Never set in a view."""
 PHASE_DEALING: Phase.ValueType  # 1
 """Waiting for the shuffle (or the first dealer) from the fairness stream."""
 PHASE_UPCARD_OFFER: Phase.ValueType  # 2
@@ -121,6 +137,7 @@ class GinOptions(_message.Message):
     VARIANT_FIELD_NUMBER: _builtins.int
     HANDS_TO_WIN_FIELD_NUMBER: _builtins.int
     variant: Global___Variant.ValueType
+    """How a hand may be ended; VARIANT_UNSPECIFIED means standard."""
     hands_to_win: _builtins.int
     """Hand wins that take the match (0: 3, best of five)."""
     def __init__(
@@ -153,6 +170,9 @@ class GinAction(_message.Message):
 
     ACTION_FIELD_NUMBER: _builtins.int
     action: _builtins.str
+    """Required: one action in the notation above, e.g. "discard 7H" (unreadable text is INVALID_ARGUMENT, an
+    action not allowed now FAILED_PRECONDITION).
+    """
     def __init__(
         self,
         *,
@@ -174,7 +194,9 @@ class Meld(_message.Message):
 
     CARDS_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def cards(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def cards(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The meld's cards (e.g. "7H"), in order."""
+
     def __init__(
         self,
         *,
@@ -198,7 +220,9 @@ class SeatCards(_message.Message):
     CARD_COUNT_FIELD_NUMBER: _builtins.int
     KNOWN_CARDS_FIELD_NUMBER: _builtins.int
     seat: _builtins.int
+    """The seat (0 or 1)."""
     card_count: _builtins.int
+    """How many cards the seat holds."""
     @_builtins.property
     def known_cards(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Cards this seat took from the discard pile and still holds (public knowledge)."""
@@ -231,14 +255,21 @@ class HandReveal(_message.Message):
     DEADWOOD_POINTS_FIELD_NUMBER: _builtins.int
     LAID_OFF_FIELD_NUMBER: _builtins.int
     seat: _builtins.int
+    """The seat (0 or 1)."""
     deadwood_points: _builtins.int
     """Deadwood points after lay-offs (for the defender)."""
     @_builtins.property
-    def cards(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def cards(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """All the cards the seat held at the end of the hand."""
+
     @_builtins.property
-    def melds(self) -> _containers.RepeatedCompositeFieldContainer[Global___Meld]: ...
+    def melds(self) -> _containers.RepeatedCompositeFieldContainer[Global___Meld]:
+        """The seat's melds as scored."""
+
     @_builtins.property
-    def deadwood(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def deadwood(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The seat's unmelded cards (after lay-offs, for the defender)."""
+
     @_builtins.property
     def laid_off(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """The defender's cards laid off onto the knocker's melds."""
@@ -279,6 +310,7 @@ class HandResult(_message.Message):
     hand_number: _builtins.int
     """1 for the first deal; void hands are numbered too."""
     end: Global___HandEnd.ValueType
+    """How the hand ended."""
     ender: _builtins.int
     """The seat that ended the hand (knock, gin, big gin); unset for a void hand."""
     winner: _builtins.int
@@ -286,12 +318,15 @@ class HandResult(_message.Message):
     points: _builtins.int
     """Points the winner scored."""
     dealer: _builtins.int
+    """The seat that dealt the hand."""
     upcard: _builtins.str
     """The upcard of the hand (and the Oklahoma knock limit it set)."""
     knock_limit: _builtins.int
     """The knock limit of the hand (0: gin only)."""
     @_builtins.property
-    def hands(self) -> _containers.RepeatedCompositeFieldContainer[Global___HandReveal]: ...
+    def hands(self) -> _containers.RepeatedCompositeFieldContainer[Global___HandReveal]:
+        """Both seats' hands as shown at the end of the hand."""
+
     def __init__(
         self,
         *,
@@ -346,13 +381,19 @@ class GinView(_message.Message):
     HANDS_FIELD_NUMBER: _builtins.int
     TAKEN_FROM_DISCARD_FIELD_NUMBER: _builtins.int
     variant: Global___Variant.ValueType
+    """The match's variant (never VARIANT_UNSPECIFIED)."""
     hands_to_win: _builtins.int
+    """Hand wins that take the match."""
     hand_number: _builtins.int
     """The current hand, from 1 (void hands count here)."""
     dealer: _builtins.int
+    """The current hand's dealer; unset until it is drawn."""
     phase: Global___Phase.ValueType
+    """Where the current hand is."""
     deadwood_points: _builtins.int
+    """The viewer's deadwood points in that arrangement (A=1, 2-9 face value, T J Q K 10; 0 for spectators)."""
     stock_count: _builtins.int
+    """Cards left in the stock."""
     knock_limit: _builtins.int
     """This hand's knock limit (0: gin only)."""
     taken_from_discard: _builtins.str
@@ -366,19 +407,25 @@ class GinView(_message.Message):
         """The viewer's best arrangement: melds and deadwood (least deadwood points)."""
 
     @_builtins.property
-    def deadwood(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def deadwood(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The viewer's unmelded cards in that arrangement (empty for spectators)."""
+
     @_builtins.property
     def discard_pile(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """The discard pile, bottom first (the last card is the top)."""
 
     @_builtins.property
-    def seats(self) -> _containers.RepeatedCompositeFieldContainer[Global___SeatCards]: ...
+    def seats(self) -> _containers.RepeatedCompositeFieldContainer[Global___SeatCards]:
+        """What everybody knows about each seat's hand, by seat."""
+
     @_builtins.property
     def hand_wins(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
         """Hands won and points per seat."""
 
     @_builtins.property
-    def points(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    def points(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """Points scored per seat (indexed by seat)."""
+
     @_builtins.property
     def hands(self) -> _containers.RepeatedCompositeFieldContainer[Global___HandResult]:
         """Every finished hand of the match, in order (the last one is the most recent)."""

@@ -27,7 +27,9 @@ class _Visibility:
 class _VisibilityEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Visibility.ValueType], _builtins.type):
     DESCRIPTOR: _descriptor.EnumDescriptor
     VISIBILITY_UNSPECIFIED: _Visibility.ValueType  # 0
+    """Not set: read as VISIBILITY_PUBLIC."""
     VISIBILITY_PUBLIC: _Visibility.ValueType  # 1
+    """Listed by ListTables."""
     VISIBILITY_PRIVATE: _Visibility.ValueType  # 2
     """Not listed; joined by its id."""
 
@@ -35,7 +37,9 @@ class Visibility(_Visibility, metaclass=_VisibilityEnumTypeWrapper):
     """Visibility says who sees a table in the lobby."""
 
 VISIBILITY_UNSPECIFIED: Visibility.ValueType  # 0
+"""Not set: read as VISIBILITY_PUBLIC."""
 VISIBILITY_PUBLIC: Visibility.ValueType  # 1
+"""Listed by ListTables."""
 VISIBILITY_PRIVATE: Visibility.ValueType  # 2
 """Not listed; joined by its id."""
 Global___Visibility: _TypeAlias = Visibility  # noqa: Y015
@@ -47,25 +51,33 @@ class _TableStatus:
 class _TableStatusEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_TableStatus.ValueType], _builtins.type):
     DESCRIPTOR: _descriptor.EnumDescriptor
     TABLE_STATUS_UNSPECIFIED: _TableStatus.ValueType  # 0
+    """Never returned."""
     TABLE_STATUS_OPEN: _TableStatus.ValueType  # 1
+    """Waiting for a second player."""
     TABLE_STATUS_STARTING: _TableStatus.ValueType  # 2
     """Full; its match is being created on the rules shard."""
     TABLE_STATUS_PLAYING: _TableStatus.ValueType  # 3
     """Its match is under way."""
     TABLE_STATUS_FINISHED: _TableStatus.ValueType  # 4
+    """Its match is over (finished or aborted)."""
     TABLE_STATUS_CANCELLED: _TableStatus.ValueType  # 5
+    """Cancelled by its creator before it filled."""
 
 class TableStatus(_TableStatus, metaclass=_TableStatusEnumTypeWrapper):
     """TableStatus is where a table is in its life."""
 
 TABLE_STATUS_UNSPECIFIED: TableStatus.ValueType  # 0
+"""Never returned."""
 TABLE_STATUS_OPEN: TableStatus.ValueType  # 1
+"""Waiting for a second player."""
 TABLE_STATUS_STARTING: TableStatus.ValueType  # 2
 """Full; its match is being created on the rules shard."""
 TABLE_STATUS_PLAYING: TableStatus.ValueType  # 3
 """Its match is under way."""
 TABLE_STATUS_FINISHED: TableStatus.ValueType  # 4
+"""Its match is over (finished or aborted)."""
 TABLE_STATUS_CANCELLED: TableStatus.ValueType  # 5
+"""Cancelled by its creator before it filled."""
 Global___TableStatus: _TypeAlias = TableStatus  # noqa: Y015
 
 @_typing.final
@@ -77,7 +89,9 @@ class TableSeat(_message.Message):
     SEAT_FIELD_NUMBER: _builtins.int
     PLAYER_ID_FIELD_NUMBER: _builtins.int
     seat: _builtins.int
+    """The seat: 0 for the creator (moves first; White in chess), 1 for the joiner."""
     player_id: _builtins.str
+    """The player in the seat."""
     def __init__(
         self,
         *,
@@ -111,23 +125,35 @@ class Table(_message.Message):
     MATCH_ID_FIELD_NUMBER: _builtins.int
     CREATED_AT_MS_FIELD_NUMBER: _builtins.int
     table_id: _builtins.str
+    """The table's id, chosen by matchmaking."""
     family: _builtins.str
+    """The game family, e.g. "chess" or "gin"."""
     entry_fee_minor: _builtins.int
     """The entry fee in the currency's minor units (cents)."""
     currency: _builtins.str
     """ISO 4217 code, e.g. "USD"."""
     visibility: Global___Visibility.ValueType
+    """Who sees the table in the lobby."""
     creator_id: _builtins.str
+    """The player who created the table (seat 0)."""
     status: Global___TableStatus.ValueType
+    """Where the table is in its life."""
     match_id: _builtins.str
     """Set once the table filled."""
     created_at_ms: _builtins.int
+    """When the table was created, Unix milliseconds."""
     @_builtins.property
-    def options(self) -> _rules_pb2.MatchOptions: ...
+    def options(self) -> _rules_pb2.MatchOptions:
+        """The options the match will have."""
+
     @_builtins.property
-    def time_control(self) -> _rules_pb2.TimeControl: ...
+    def time_control(self) -> _rules_pb2.TimeControl:
+        """The clock the match will have."""
+
     @_builtins.property
-    def seats(self) -> _containers.RepeatedCompositeFieldContainer[Global___TableSeat]: ...
+    def seats(self) -> _containers.RepeatedCompositeFieldContainer[Global___TableSeat]:
+        """The seats taken so far: seat 0, then seat 1 once someone joined."""
+
     def __init__(
         self,
         *,
@@ -154,6 +180,10 @@ Global___Table: _TypeAlias = Table  # noqa: Y015
 
 @_typing.final
 class CreateTableRequest(_message.Message):
+    """CreateTableRequest opens a table. A player already at a table, in the queue or playing is
+    FAILED_PRECONDITION.
+    """
+
     DESCRIPTOR: _descriptor.Descriptor
 
     PLAYER_ID_FIELD_NUMBER: _builtins.int
@@ -165,15 +195,36 @@ class CreateTableRequest(_message.Message):
     VISIBILITY_FIELD_NUMBER: _builtins.int
     IDEMPOTENCY_KEY_FIELD_NUMBER: _builtins.int
     player_id: _builtins.str
+    """Required: the player, 1-128 characters of A-Z a-z 0-9 . _ : @ - (INVALID_ARGUMENT otherwise); the gateway
+    fills it from the caller's token.
+    """
     family: _builtins.str
+    """Required: the game family, "chess" or "gin" (any other is INVALID_ARGUMENT; a family with no rules shard
+    configured is UNAVAILABLE).
+    """
     entry_fee_minor: _builtins.int
+    """The entry fee in the currency's minor units (cents), 0 (free) to 10^12; negative is INVALID_ARGUMENT."""
     currency: _builtins.str
+    """Required even for a free table: an active ISO 4217 code such as "USD" (metals, units of account and
+    XTS/XXX are refused); INVALID_ARGUMENT otherwise.
+    """
     visibility: Global___Visibility.ValueType
+    """Who sees the table; VISIBILITY_UNSPECIFIED means public."""
     idempotency_key: _builtins.str
+    """Required, 1-128 characters, chosen by the client; a second table with the same key is ALREADY_EXISTS."""
     @_builtins.property
-    def options(self) -> _rules_pb2.MatchOptions: ...
+    def options(self) -> _rules_pb2.MatchOptions:
+        """The family's options; unset means its defaults. Chess: ruleset contest or FIDE, no initial_fen. Gin: any
+        variant, hands_to_win 0 or 3. Options of another family are INVALID_ARGUMENT.
+        """
+
     @_builtins.property
-    def time_control(self) -> _rules_pb2.TimeControl: ...
+    def time_control(self) -> _rules_pb2.TimeControl:
+        """Required: one of the family's lobby clocks (INVALID_ARGUMENT otherwise). Chess: base_ms of 3, 5, 10, 20
+        or 30 minutes, nothing else set. Gin: base_ms of 5, 10, 15, 20 or 30 minutes for the match plus
+        increment_ms of 0, 5000 or 10000, nothing else set.
+        """
+
     def __init__(
         self,
         *,
@@ -196,11 +247,15 @@ Global___CreateTableRequest: _TypeAlias = CreateTableRequest  # noqa: Y015
 
 @_typing.final
 class CreateTableResponse(_message.Message):
+    """CreateTableResponse is the table created."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     TABLE_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def table(self) -> Global___Table: ...
+    def table(self) -> Global___Table:
+        """The new table, open, with its creator in seat 0."""
+
     def __init__(
         self,
         *,
@@ -216,6 +271,8 @@ Global___CreateTableResponse: _TypeAlias = CreateTableResponse  # noqa: Y015
 
 @_typing.final
 class ListTablesRequest(_message.Message):
+    """ListTablesRequest filters the open public tables of one family."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     FAMILY_FIELD_NUMBER: _builtins.int
@@ -225,6 +282,7 @@ class ListTablesRequest(_message.Message):
     LIMIT_FIELD_NUMBER: _builtins.int
     FREE_ONLY_FIELD_NUMBER: _builtins.int
     family: _builtins.str
+    """Required: the game family, "chess" or "gin" (any other is INVALID_ARGUMENT)."""
     max_entry_fee_minor: _builtins.int
     """Only tables whose fee is at most this (0: any)."""
     currency: _builtins.str
@@ -255,11 +313,15 @@ Global___ListTablesRequest: _TypeAlias = ListTablesRequest  # noqa: Y015
 
 @_typing.final
 class ListTablesResponse(_message.Message):
+    """ListTablesResponse is the tables found."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     TABLES_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def tables(self) -> _containers.RepeatedCompositeFieldContainer[Global___Table]: ...
+    def tables(self) -> _containers.RepeatedCompositeFieldContainer[Global___Table]:
+        """Open public tables, oldest first."""
+
     def __init__(
         self,
         *,
@@ -275,12 +337,20 @@ Global___ListTablesResponse: _TypeAlias = ListTablesResponse  # noqa: Y015
 
 @_typing.final
 class JoinTableRequest(_message.Message):
+    """JoinTableRequest takes the free seat of a table. Joining one's own table, a table that is not open, or
+    while at a table, in the queue or playing is FAILED_PRECONDITION.
+    """
+
     DESCRIPTOR: _descriptor.Descriptor
 
     PLAYER_ID_FIELD_NUMBER: _builtins.int
     TABLE_ID_FIELD_NUMBER: _builtins.int
     player_id: _builtins.str
+    """Required: the player, 1-128 characters of A-Z a-z 0-9 . _ : @ - (INVALID_ARGUMENT otherwise); the gateway
+    fills it from the caller's token.
+    """
     table_id: _builtins.str
+    """Required: the table's id (NOT_FOUND when unknown)."""
     def __init__(
         self,
         *,
@@ -297,11 +367,15 @@ Global___JoinTableRequest: _TypeAlias = JoinTableRequest  # noqa: Y015
 
 @_typing.final
 class JoinTableResponse(_message.Message):
+    """JoinTableResponse is the table after the join."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     TABLE_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def table(self) -> Global___Table: ...
+    def table(self) -> Global___Table:
+        """The table, with both seats and its match_id."""
+
     def __init__(
         self,
         *,
@@ -317,12 +391,18 @@ Global___JoinTableResponse: _TypeAlias = JoinTableResponse  # noqa: Y015
 
 @_typing.final
 class LeaveTableRequest(_message.Message):
+    """LeaveTableRequest cancels a table. Only its creator, while it is open (FAILED_PRECONDITION otherwise)."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     PLAYER_ID_FIELD_NUMBER: _builtins.int
     TABLE_ID_FIELD_NUMBER: _builtins.int
     player_id: _builtins.str
+    """Required: the player, 1-128 characters of A-Z a-z 0-9 . _ : @ - (INVALID_ARGUMENT otherwise); the gateway
+    fills it from the caller's token.
+    """
     table_id: _builtins.str
+    """Required: the table's id (NOT_FOUND when unknown)."""
     def __init__(
         self,
         *,
@@ -339,11 +419,15 @@ Global___LeaveTableRequest: _TypeAlias = LeaveTableRequest  # noqa: Y015
 
 @_typing.final
 class LeaveTableResponse(_message.Message):
+    """LeaveTableResponse is the table after the leave."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     TABLE_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def table(self) -> Global___Table: ...
+    def table(self) -> Global___Table:
+        """The table, cancelled."""
+
     def __init__(
         self,
         *,
@@ -359,6 +443,10 @@ Global___LeaveTableResponse: _TypeAlias = LeaveTableResponse  # noqa: Y015
 
 @_typing.final
 class EnterQueueRequest(_message.Message):
+    """EnterQueueRequest joins a quick-match pool. A player already at a table, in the queue or playing is
+    FAILED_PRECONDITION.
+    """
+
     DESCRIPTOR: _descriptor.Descriptor
 
     PLAYER_ID_FIELD_NUMBER: _builtins.int
@@ -368,13 +456,32 @@ class EnterQueueRequest(_message.Message):
     ENTRY_FEE_MINOR_FIELD_NUMBER: _builtins.int
     CURRENCY_FIELD_NUMBER: _builtins.int
     player_id: _builtins.str
+    """Required: the player, 1-128 characters of A-Z a-z 0-9 . _ : @ - (INVALID_ARGUMENT otherwise); the gateway
+    fills it from the caller's token.
+    """
     family: _builtins.str
+    """Required: the game family, "chess" or "gin" (any other is INVALID_ARGUMENT; a family with no rules shard
+    configured is UNAVAILABLE).
+    """
     entry_fee_minor: _builtins.int
+    """The entry fee in the currency's minor units (cents), 0 (free) to 10^12; negative is INVALID_ARGUMENT."""
     currency: _builtins.str
+    """Required even for a free entry: an active ISO 4217 code such as "USD" (metals, units of account and
+    XTS/XXX are refused); INVALID_ARGUMENT otherwise.
+    """
     @_builtins.property
-    def options(self) -> _rules_pb2.MatchOptions: ...
+    def options(self) -> _rules_pb2.MatchOptions:
+        """The family's options; unset means its defaults. Chess: ruleset contest or FIDE, no initial_fen. Gin: any
+        variant, hands_to_win 0 or 3. Options of another family are INVALID_ARGUMENT.
+        """
+
     @_builtins.property
-    def time_control(self) -> _rules_pb2.TimeControl: ...
+    def time_control(self) -> _rules_pb2.TimeControl:
+        """Required: one of the family's lobby clocks (INVALID_ARGUMENT otherwise). Chess: base_ms of 3, 5, 10, 20
+        or 30 minutes, nothing else set. Gin: base_ms of 5, 10, 15, 20 or 30 minutes for the match plus
+        increment_ms of 0, 5000 or 10000, nothing else set.
+        """
+
     def __init__(
         self,
         *,
@@ -395,6 +502,8 @@ Global___EnterQueueRequest: _TypeAlias = EnterQueueRequest  # noqa: Y015
 
 @_typing.final
 class EnterQueueResponse(_message.Message):
+    """EnterQueueResponse says where the player waits."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     POOL_FIELD_NUMBER: _builtins.int
@@ -403,7 +512,9 @@ class EnterQueueResponse(_message.Message):
     pool: _builtins.str
     """The pool the player waits in: family, options, clock and fee must all match to pair."""
     rating: _builtins.int
+    """The player's rating in the family, used for pairing (1500 for a new player)."""
     entered_at_ms: _builtins.int
+    """When the player entered the queue, Unix milliseconds."""
     def __init__(
         self,
         *,
@@ -421,10 +532,15 @@ Global___EnterQueueResponse: _TypeAlias = EnterQueueResponse  # noqa: Y015
 
 @_typing.final
 class LeaveQueueRequest(_message.Message):
+    """LeaveQueueRequest leaves the quick-match queue."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     PLAYER_ID_FIELD_NUMBER: _builtins.int
     player_id: _builtins.str
+    """Required: the player, 1-128 characters of A-Z a-z 0-9 . _ : @ - (INVALID_ARGUMENT otherwise); the gateway
+    fills it from the caller's token.
+    """
     def __init__(
         self,
         *,
@@ -440,6 +556,8 @@ Global___LeaveQueueRequest: _TypeAlias = LeaveQueueRequest  # noqa: Y015
 
 @_typing.final
 class LeaveQueueResponse(_message.Message):
+    """LeaveQueueResponse says whether the player was queued."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     LEFT_FIELD_NUMBER: _builtins.int
@@ -460,10 +578,15 @@ Global___LeaveQueueResponse: _TypeAlias = LeaveQueueResponse  # noqa: Y015
 
 @_typing.final
 class WatchLobbyRequest(_message.Message):
+    """WatchLobbyRequest opens a player's lobby stream."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     PLAYER_ID_FIELD_NUMBER: _builtins.int
     player_id: _builtins.str
+    """Required: the player, 1-128 characters of A-Z a-z 0-9 . _ : @ - (INVALID_ARGUMENT otherwise); the gateway
+    fills it from the caller's token.
+    """
     def __init__(
         self,
         *,
@@ -491,9 +614,13 @@ class MatchReady(_message.Message):
     FAIRNESS_COMMITMENT_FIELD_NUMBER: _builtins.int
     FAIRNESS_VERSION_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
+    """The match's id on the rules shard ("<family>.<shard>.<unique>")."""
     family: _builtins.str
+    """The game family."""
     seat: _builtins.int
+    """The player's seat: 0 (moves first; White in chess) or 1."""
     opponent_id: _builtins.str
+    """The opponent's player id."""
     table_id: _builtins.str
     """The table it came from (empty for a quick-match pairing)."""
     fairness_commitment: _builtins.str
@@ -536,9 +663,13 @@ class RatingChanged(_message.Message):
     BEFORE_FIELD_NUMBER: _builtins.int
     AFTER_FIELD_NUMBER: _builtins.int
     family: _builtins.str
+    """The family of the rating."""
     match_id: _builtins.str
+    """The match that changed it."""
     before: _builtins.int
+    """The rating before the match."""
     after: _builtins.int
+    """The rating after the match."""
     def __init__(
         self,
         *,
@@ -596,12 +727,19 @@ class WatchLobbyResponse(_message.Message):
     SUBSCRIBED_FIELD_NUMBER: _builtins.int
     AT_MS_FIELD_NUMBER: _builtins.int
     at_ms: _builtins.int
+    """When the event was sent, Unix milliseconds."""
     @_builtins.property
-    def table_updated(self) -> Global___Table: ...
+    def table_updated(self) -> Global___Table:
+        """A table the player sits at, as it is now; sent to its seated players (only) when it changes."""
+
     @_builtins.property
-    def match_ready(self) -> Global___MatchReady: ...
+    def match_ready(self) -> Global___MatchReady:
+        """A match of the player's was created on the rules shard: open it there."""
+
     @_builtins.property
-    def rating_changed(self) -> Global___RatingChanged: ...
+    def rating_changed(self) -> Global___RatingChanged:
+        """The player's rating changed after a match."""
+
     @_builtins.property
     def subscribed(self) -> Global___Subscribed:
         """The first event of every stream: from here on no event for the player is missed."""
@@ -627,13 +765,21 @@ Global___WatchLobbyResponse: _TypeAlias = WatchLobbyResponse  # noqa: Y015
 
 @_typing.final
 class ReportResultRequest(_message.Message):
+    """ReportResultRequest records a finished match's result."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     MATCH_ID_FIELD_NUMBER: _builtins.int
     RESULT_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
+    """Required: a match matchmaking created (NOT_FOUND otherwise)."""
     @_builtins.property
-    def result(self) -> _rules_pb2.Result: ...
+    def result(self) -> _rules_pb2.Result:
+        """Required: the result; termination must be set and winner, if set, a seat of the match (INVALID_ARGUMENT
+        otherwise; an aborted match has no winner). A result different from the one recorded is
+        FAILED_PRECONDITION.
+        """
+
     def __init__(
         self,
         *,
@@ -650,6 +796,8 @@ Global___ReportResultRequest: _TypeAlias = ReportResultRequest  # noqa: Y015
 
 @_typing.final
 class ReportResultResponse(_message.Message):
+    """ReportResultResponse says whether the result was new."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     RECORDED_FIELD_NUMBER: _builtins.int
@@ -679,8 +827,11 @@ class Rating(_message.Message):
     GAMES_FIELD_NUMBER: _builtins.int
     PEAK_FIELD_NUMBER: _builtins.int
     family: _builtins.str
+    """The game family."""
     rating: _builtins.int
+    """The current Elo rating (every player starts at 1500)."""
     games: _builtins.int
+    """Rated matches played in the family."""
     peak: _builtins.int
     """The highest rating the player has held in the family; from 2400 on, K stays 10."""
     def __init__(
@@ -711,10 +862,15 @@ class RatingChange(_message.Message):
     AFTER_FIELD_NUMBER: _builtins.int
     AT_MS_FIELD_NUMBER: _builtins.int
     family: _builtins.str
+    """The game family."""
     match_id: _builtins.str
+    """The match that changed the rating."""
     before: _builtins.int
+    """The rating before the match."""
     after: _builtins.int
+    """The rating after the match."""
     at_ms: _builtins.int
+    """When the rating changed, Unix milliseconds."""
     def __init__(
         self,
         *,
@@ -734,10 +890,15 @@ Global___RatingChange: _TypeAlias = RatingChange  # noqa: Y015
 
 @_typing.final
 class GetRatingsRequest(_message.Message):
+    """GetRatingsRequest asks for a player's ratings."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     PLAYER_ID_FIELD_NUMBER: _builtins.int
     player_id: _builtins.str
+    """Required: the player, 1-128 characters of A-Z a-z 0-9 . _ : @ - (INVALID_ARGUMENT otherwise); the gateway
+    fills it from the caller's token.
+    """
     def __init__(
         self,
         *,
@@ -753,14 +914,20 @@ Global___GetRatingsRequest: _TypeAlias = GetRatingsRequest  # noqa: Y015
 
 @_typing.final
 class GetRatingsResponse(_message.Message):
+    """GetRatingsResponse is a player's ratings and their history."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     RATINGS_FIELD_NUMBER: _builtins.int
     HISTORY_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def ratings(self) -> _containers.RepeatedCompositeFieldContainer[Global___Rating]: ...
+    def ratings(self) -> _containers.RepeatedCompositeFieldContainer[Global___Rating]:
+        """One rating per family the player has played (empty for a new player), by family."""
+
     @_builtins.property
-    def history(self) -> _containers.RepeatedCompositeFieldContainer[Global___RatingChange]: ...
+    def history(self) -> _containers.RepeatedCompositeFieldContainer[Global___RatingChange]:
+        """Every rating change, oldest first."""
+
     def __init__(
         self,
         *,
@@ -777,11 +944,16 @@ Global___GetRatingsResponse: _TypeAlias = GetRatingsResponse  # noqa: Y015
 
 @_typing.final
 class GetMatchHistoryRequest(_message.Message):
+    """GetMatchHistoryRequest asks for a player's matches."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     PLAYER_ID_FIELD_NUMBER: _builtins.int
     FAMILY_FIELD_NUMBER: _builtins.int
     player_id: _builtins.str
+    """Required: the player, 1-128 characters of A-Z a-z 0-9 . _ : @ - (INVALID_ARGUMENT otherwise); the gateway
+    fills it from the caller's token.
+    """
     family: _builtins.str
     """Only this family (empty: all)."""
     def __init__(
@@ -818,16 +990,27 @@ class PlayedMatch(_message.Message):
     FAIRNESS_COMMITMENT_FIELD_NUMBER: _builtins.int
     FAIRNESS_VERSION_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
+    """The match's id on the rules shard."""
     family: _builtins.str
+    """The game family."""
     table_id: _builtins.str
+    """The table it came from (empty for a quick-match pairing)."""
     seat: _builtins.int
+    """The player's seat: 0 or 1."""
     opponent_id: _builtins.str
+    """The opponent's player id."""
     entry_fee_minor: _builtins.int
+    """The entry fee in the currency's minor units (0: free)."""
     currency: _builtins.str
+    """ISO 4217 code of the fee."""
     created_at_ms: _builtins.int
+    """When the match was created, Unix milliseconds."""
     rating_before: _builtins.int
     """Unset while the match is being played."""
     rating_after: _builtins.int
+    """The player's rating after the match; unset while it is being played and for an aborted match (no rating
+    change).
+    """
     fairness_commitment: _builtins.str
     """The fairness commitment published before the match, for families that use chance (empty for
     chess); the proof is revealed once the match is over (gateway GetFairnessProof).
@@ -835,7 +1018,9 @@ class PlayedMatch(_message.Message):
     fairness_version: _builtins.int
     """The version of the fairness derivation and proof format of that stream; 0 without a commitment."""
     @_builtins.property
-    def result(self) -> _rules_pb2.Result: ...
+    def result(self) -> _rules_pb2.Result:
+        """How the match ended; unset while it is being played."""
+
     def __init__(
         self,
         *,
@@ -870,11 +1055,15 @@ Global___PlayedMatch: _TypeAlias = PlayedMatch  # noqa: Y015
 
 @_typing.final
 class GetMatchHistoryResponse(_message.Message):
+    """GetMatchHistoryResponse is a player's matches."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     MATCHES_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def matches(self) -> _containers.RepeatedCompositeFieldContainer[Global___PlayedMatch]: ...
+    def matches(self) -> _containers.RepeatedCompositeFieldContainer[Global___PlayedMatch]:
+        """The player's matches, newest first."""
+
     def __init__(
         self,
         *,

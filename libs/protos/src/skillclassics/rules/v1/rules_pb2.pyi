@@ -28,6 +28,7 @@ class _MatchStatus:
 class _MatchStatusEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_MatchStatus.ValueType], _builtins.type):
     DESCRIPTOR: _descriptor.EnumDescriptor
     MATCH_STATUS_UNSPECIFIED: _MatchStatus.ValueType  # 0
+    """Never returned; as a ListMatches filter it is INVALID_ARGUMENT."""
     MATCH_STATUS_WAITING: _MatchStatus.ValueType  # 1
     """Created; no move made yet (a no-show aborts it)."""
     MATCH_STATUS_LIVE: _MatchStatus.ValueType  # 2
@@ -41,6 +42,7 @@ class MatchStatus(_MatchStatus, metaclass=_MatchStatusEnumTypeWrapper):
     """MatchStatus is where a match is in its life."""
 
 MATCH_STATUS_UNSPECIFIED: MatchStatus.ValueType  # 0
+"""Never returned; as a ListMatches filter it is INVALID_ARGUMENT."""
 MATCH_STATUS_WAITING: MatchStatus.ValueType  # 1
 """Created; no move made yet (a no-show aborts it)."""
 MATCH_STATUS_LIVE: MatchStatus.ValueType  # 2
@@ -58,21 +60,43 @@ class _Termination:
 class _TerminationEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Termination.ValueType], _builtins.type):
     DESCRIPTOR: _descriptor.EnumDescriptor
     TERMINATION_UNSPECIFIED: _Termination.ValueType  # 0
+    """Not set: the match has not ended. ReportResult refuses it (INVALID_ARGUMENT)."""
     TERMINATION_CHECKMATE: _Termination.ValueType  # 1
+    """Chess: the side to move is checkmated; the other side wins."""
     TERMINATION_TIMEOUT: _Termination.ValueType  # 2
+    """A seat's clock ran out; the other seat wins."""
     TERMINATION_RESIGNATION: _Termination.ValueType  # 3
+    """A seat resigned; the other seat wins."""
     TERMINATION_DISCONNECT_FORFEIT: _Termination.ValueType  # 4
+    """A seat stayed disconnected longer than the match's disconnect_forfeit_ms; the other seat wins."""
     TERMINATION_ABORTED: _Termination.ValueType  # 5
+    """Aborted before it went live (a no-show): no winner, entry fees refunded."""
     TERMINATION_TIEBREAK: _Termination.ValueType  # 6
+    """Chess contest rules: a drawn position (named in Result.cause) was decided by the tiebreak
+    (Result.tiebreak_step).
+    """
     TERMINATION_STALEMATE: _Termination.ValueType  # 7
+    """Chess: stalemate (a draw under FIDE rules; under contest rules the cause of a tiebreak)."""
     TERMINATION_INSUFFICIENT_MATERIAL: _Termination.ValueType  # 8
+    """Chess contest rules: neither side can mate; only ever the cause of a tiebreak (FIDE rules report
+    TERMINATION_DEAD_POSITION).
+    """
     TERMINATION_SEVENTYFIVE_MOVES: _Termination.ValueType  # 9
+    """Chess: 75 moves by each side without a capture or pawn move (a draw under FIDE rules; under contest rules
+    the cause of a tiebreak).
+    """
     TERMINATION_FIVEFOLD_REPETITION: _Termination.ValueType  # 10
+    """Chess, FIDE rules: the same position five times; a draw."""
     TERMINATION_THREEFOLD_REPETITION: _Termination.ValueType  # 11
+    """Chess, FIDE rules: a draw claimed on threefold repetition."""
     TERMINATION_FIFTY_MOVES: _Termination.ValueType  # 12
+    """Chess, FIDE rules: a draw claimed under the fifty-move rule."""
     TERMINATION_DRAW_AGREED: _Termination.ValueType  # 13
+    """Chess, FIDE rules: a draw offer was accepted."""
     TERMINATION_DEAD_POSITION: _Termination.ValueType  # 14
+    """Chess, FIDE rules: no sequence of legal moves can mate (including insufficient material); a draw."""
     TERMINATION_TIMEOUT_VS_INSUFFICIENT_MATERIAL: _Termination.ValueType  # 15
+    """Chess, FIDE rules: a clock ran out but the opponent cannot mate; a draw."""
     TERMINATION_HANDS_WON: _Termination.ValueType  # 16
     """A match of hands (gin rummy) won by taking the required number of hands."""
 
@@ -80,21 +104,43 @@ class Termination(_Termination, metaclass=_TerminationEnumTypeWrapper):
     """Termination is why a match ended."""
 
 TERMINATION_UNSPECIFIED: Termination.ValueType  # 0
+"""Not set: the match has not ended. ReportResult refuses it (INVALID_ARGUMENT)."""
 TERMINATION_CHECKMATE: Termination.ValueType  # 1
+"""Chess: the side to move is checkmated; the other side wins."""
 TERMINATION_TIMEOUT: Termination.ValueType  # 2
+"""A seat's clock ran out; the other seat wins."""
 TERMINATION_RESIGNATION: Termination.ValueType  # 3
+"""A seat resigned; the other seat wins."""
 TERMINATION_DISCONNECT_FORFEIT: Termination.ValueType  # 4
+"""A seat stayed disconnected longer than the match's disconnect_forfeit_ms; the other seat wins."""
 TERMINATION_ABORTED: Termination.ValueType  # 5
+"""Aborted before it went live (a no-show): no winner, entry fees refunded."""
 TERMINATION_TIEBREAK: Termination.ValueType  # 6
+"""Chess contest rules: a drawn position (named in Result.cause) was decided by the tiebreak
+(Result.tiebreak_step).
+"""
 TERMINATION_STALEMATE: Termination.ValueType  # 7
+"""Chess: stalemate (a draw under FIDE rules; under contest rules the cause of a tiebreak)."""
 TERMINATION_INSUFFICIENT_MATERIAL: Termination.ValueType  # 8
+"""Chess contest rules: neither side can mate; only ever the cause of a tiebreak (FIDE rules report
+TERMINATION_DEAD_POSITION).
+"""
 TERMINATION_SEVENTYFIVE_MOVES: Termination.ValueType  # 9
+"""Chess: 75 moves by each side without a capture or pawn move (a draw under FIDE rules; under contest rules
+the cause of a tiebreak).
+"""
 TERMINATION_FIVEFOLD_REPETITION: Termination.ValueType  # 10
+"""Chess, FIDE rules: the same position five times; a draw."""
 TERMINATION_THREEFOLD_REPETITION: Termination.ValueType  # 11
+"""Chess, FIDE rules: a draw claimed on threefold repetition."""
 TERMINATION_FIFTY_MOVES: Termination.ValueType  # 12
+"""Chess, FIDE rules: a draw claimed under the fifty-move rule."""
 TERMINATION_DRAW_AGREED: Termination.ValueType  # 13
+"""Chess, FIDE rules: a draw offer was accepted."""
 TERMINATION_DEAD_POSITION: Termination.ValueType  # 14
+"""Chess, FIDE rules: no sequence of legal moves can mate (including insufficient material); a draw."""
 TERMINATION_TIMEOUT_VS_INSUFFICIENT_MATERIAL: Termination.ValueType  # 15
+"""Chess, FIDE rules: a clock ran out but the opponent cannot mate; a draw."""
 TERMINATION_HANDS_WON: Termination.ValueType  # 16
 """A match of hands (gin rummy) won by taking the required number of hands."""
 Global___Termination: _TypeAlias = Termination  # noqa: Y015
@@ -110,6 +156,7 @@ class SeatAssignment(_message.Message):
     seat: _builtins.int
     """0 moves first unless the family says otherwise (White in chess)."""
     player_id: _builtins.str
+    """The player's id, 1-128 characters; the two seats of a match hold different players."""
     def __init__(
         self,
         *,
@@ -147,6 +194,10 @@ class TimeControl(_message.Message):
     periods: _builtins.int
     """Byo-yomi periods (or per-move strikes)."""
     period_ms: _builtins.int
+    """Length of one byo-yomi period (per-move clock: the time for each move), ms. periods and period_ms are
+    both 0 or both positive; an increment cannot be combined with periods; a clock with no time at all is
+    INVALID_ARGUMENT.
+    """
     def __init__(
         self,
         *,
@@ -174,9 +225,13 @@ class MatchOptions(_message.Message):
     CHESS_FIELD_NUMBER: _builtins.int
     GIN_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def chess(self) -> _chess_pb2.ChessOptions: ...
+    def chess(self) -> _chess_pb2.ChessOptions:
+        """Chess options."""
+
     @_builtins.property
-    def gin(self) -> _gin_pb2.GinOptions: ...
+    def gin(self) -> _gin_pb2.GinOptions:
+        """Gin rummy options."""
+
     def __init__(
         self,
         *,
@@ -203,11 +258,17 @@ class Action(_message.Message):
     CHESS_FIELD_NUMBER: _builtins.int
     GIN_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def resign(self) -> Global___Resign: ...
+    def resign(self) -> Global___Resign:
+        """Resign the match, on any turn."""
+
     @_builtins.property
-    def chess(self) -> _chess_pb2.ChessAction: ...
+    def chess(self) -> _chess_pb2.ChessAction:
+        """A chess action."""
+
     @_builtins.property
-    def gin(self) -> _gin_pb2.GinAction: ...
+    def gin(self) -> _gin_pb2.GinAction:
+        """A gin rummy action."""
+
     def __init__(
         self,
         *,
@@ -251,9 +312,13 @@ class View(_message.Message):
     CHESS_FIELD_NUMBER: _builtins.int
     GIN_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def chess(self) -> _chess_pb2.ChessView: ...
+    def chess(self) -> _chess_pb2.ChessView:
+        """The chess view."""
+
     @_builtins.property
-    def gin(self) -> _gin_pb2.GinView: ...
+    def gin(self) -> _gin_pb2.GinView:
+        """The gin rummy view."""
+
     def __init__(
         self,
         *,
@@ -281,11 +346,13 @@ class SeatClock(_message.Message):
     RUNNING_FIELD_NUMBER: _builtins.int
     PERIODS_LEFT_FIELD_NUMBER: _builtins.int
     seat: _builtins.int
+    """The seat the clock belongs to."""
     remaining_ms: _builtins.int
     """What the clock face shows (main time, or the current period)."""
     running: _builtins.bool
     """Whether this clock is running."""
     periods_left: _builtins.int
+    """Byo-yomi periods (or per-move strikes) left; 0 for a clock without periods."""
     def __init__(
         self,
         *,
@@ -316,6 +383,7 @@ class Result(_message.Message):
     SCORE_FIELD_NUMBER: _builtins.int
     ENDED_AT_MS_FIELD_NUMBER: _builtins.int
     termination: Global___Termination.ValueType
+    """Why the match ended (never TERMINATION_UNSPECIFIED on a recorded result)."""
     winner: _builtins.int
     """The winning seat; unset for a draw or an abort."""
     cause: Global___Termination.ValueType
@@ -325,6 +393,7 @@ class Result(_message.Message):
     detail: _builtins.str
     """A sentence for people."""
     ended_at_ms: _builtins.int
+    """When the match ended, Unix milliseconds."""
     @_builtins.property
     def score(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
         """Points per seat."""
@@ -370,6 +439,7 @@ class Event(_message.Message):
     description: _builtins.str
     """The action in the family's notation (a SAN move in chess), or a description."""
     at_ms: _builtins.int
+    """When the event happened, Unix milliseconds."""
     @_builtins.property
     def draw(self) -> Global___FairnessDraw:
         """For a chance event: which draw of the match's fairness stream the game used (stream, index, kind,
@@ -416,7 +486,11 @@ class FairnessDraw(_message.Message):
     kind: _builtins.str
     """dice, integer, coin or shuffle (as in the proof)."""
     count: _builtins.int
+    """How many values were drawn (1 for a shuffle)."""
     bound: _builtins.int
+    """The bound of the draw: exclusive upper bound for integers, the number of items for a shuffle, 0 for dice
+    and coins.
+    """
     @_builtins.property
     def values(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
         """The values the game used (empty where they are not shown: see Event.draw)."""
@@ -459,8 +533,11 @@ class MatchUpdate(_message.Message):
     FAIRNESS_COMMITMENT_FIELD_NUMBER: _builtins.int
     FAIRNESS_VERSION_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
+    """The match."""
     sequence: _builtins.int
+    """The match's sequence number after this event, from 1 (the creation); it grows by one per event."""
     status: Global___MatchStatus.ValueType
+    """Where the match is in its life."""
     server_time_ms: _builtins.int
     """The server instant the clocks are given at, Unix ms."""
     to_move: _builtins.int
@@ -478,11 +555,17 @@ class MatchUpdate(_message.Message):
     proof format "skillclassics-fairness-proof/1"). Set with fairness_commitment; 0 when it is empty.
     """
     @_builtins.property
-    def event(self) -> Global___Event: ...
+    def event(self) -> Global___Event:
+        """The event that made this update."""
+
     @_builtins.property
-    def view(self) -> Global___View: ...
+    def view(self) -> Global___View:
+        """The family's view of the match for this viewer."""
+
     @_builtins.property
-    def clocks(self) -> _containers.RepeatedCompositeFieldContainer[Global___SeatClock]: ...
+    def clocks(self) -> _containers.RepeatedCompositeFieldContainer[Global___SeatClock]:
+        """Each seat's clock at server_time_ms, by seat."""
+
     @_builtins.property
     def legal_actions(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """The viewer's legal actions when it is their turn (empty otherwise and for spectators)."""
@@ -524,6 +607,10 @@ Global___MatchUpdate: _TypeAlias = MatchUpdate  # noqa: Y015
 
 @_typing.final
 class CreateMatchRequest(_message.Message):
+    """CreateMatchRequest creates one match (matchmaking sends it). Invalid seats, options, clocks or timeouts are
+    INVALID_ARGUMENT.
+    """
+
     DESCRIPTOR: _descriptor.Descriptor
 
     MATCH_ID_FIELD_NUMBER: _builtins.int
@@ -537,9 +624,16 @@ class CreateMatchRequest(_message.Message):
     CLIENT_SEED_WINDOW_MS_FIELD_NUMBER: _builtins.int
     FAIRNESS_VERSION_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
+    """Required: the match id, "<family>.<shard>.<unique>" (INVALID_ARGUMENT when malformed or of another
+    family, FAILED_PRECONDITION when of another shard, ALREADY_EXISTS when it exists and the idempotency key
+    differs).
+    """
     fairness_commitment: _builtins.str
     """The fairness commitment, for families that use chance."""
     idempotency_key: _builtins.str
+    """Required, 1-128 characters. A retry with the same key and request returns the original answer; the same
+    match id with another key or other fields is ALREADY_EXISTS.
+    """
     first_move_timeout_ms: _builtins.int
     """How long each player has to make their first move before the match aborts (0: 60 s)."""
     disconnect_forfeit_ms: _builtins.int
@@ -555,11 +649,17 @@ class CreateMatchRequest(_message.Message):
     with is INVALID_ARGUMENT. Unused (0) without a commitment.
     """
     @_builtins.property
-    def seats(self) -> _containers.RepeatedCompositeFieldContainer[Global___SeatAssignment]: ...
+    def seats(self) -> _containers.RepeatedCompositeFieldContainer[Global___SeatAssignment]:
+        """Required: exactly seats 0 and 1, each with a different player_id."""
+
     @_builtins.property
-    def options(self) -> Global___MatchOptions: ...
+    def options(self) -> Global___MatchOptions:
+        """The family's options (unset: its defaults); invalid ones are INVALID_ARGUMENT."""
+
     @_builtins.property
-    def time_control(self) -> Global___TimeControl: ...
+    def time_control(self) -> Global___TimeControl:
+        """The match's clock; an invalid one is INVALID_ARGUMENT."""
+
     def __init__(
         self,
         *,
@@ -584,11 +684,15 @@ Global___CreateMatchRequest: _TypeAlias = CreateMatchRequest  # noqa: Y015
 
 @_typing.final
 class CreateMatchResponse(_message.Message):
+    """CreateMatchResponse is the match as created."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     UPDATE_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def update(self) -> Global___MatchUpdate: ...
+    def update(self) -> Global___MatchUpdate:
+        """The match's first update (sequence 1) as a spectator sees it; a retry returns the same one."""
+
     def __init__(
         self,
         *,
@@ -604,6 +708,8 @@ Global___CreateMatchResponse: _TypeAlias = CreateMatchResponse  # noqa: Y015
 
 @_typing.final
 class SubmitActionRequest(_message.Message):
+    """SubmitActionRequest plays one action for one seat."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     MATCH_ID_FIELD_NUMBER: _builtins.int
@@ -611,10 +717,19 @@ class SubmitActionRequest(_message.Message):
     IDEMPOTENCY_KEY_FIELD_NUMBER: _builtins.int
     ACTION_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
+    """Required: the match id, "<family>.<shard>.<unique>" (INVALID_ARGUMENT when malformed or of another
+    family, FAILED_PRECONDITION when of another shard, NOT_FOUND when unknown).
+    """
     seat: _builtins.int
+    """The seat acting, 0 or 1 (another value is INVALID_ARGUMENT)."""
     idempotency_key: _builtins.str
+    """Required, 1-128 characters; a retry with the same key returns the original answer, the same key for a
+    different action is ALREADY_EXISTS.
+    """
     @_builtins.property
-    def action(self) -> Global___Action: ...
+    def action(self) -> Global___Action:
+        """Required: the action (see Action)."""
+
     def __init__(
         self,
         *,
@@ -633,6 +748,8 @@ Global___SubmitActionRequest: _TypeAlias = SubmitActionRequest  # noqa: Y015
 
 @_typing.final
 class SubmitActionResponse(_message.Message):
+    """SubmitActionResponse is the accepted action's result."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     SEQUENCE_FIELD_NUMBER: _builtins.int
@@ -659,6 +776,8 @@ Global___SubmitActionResponse: _TypeAlias = SubmitActionResponse  # noqa: Y015
 
 @_typing.final
 class WatchRequest(_message.Message):
+    """WatchRequest opens a stream of a match's updates for one viewer."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     MATCH_ID_FIELD_NUMBER: _builtins.int
@@ -666,8 +785,13 @@ class WatchRequest(_message.Message):
     SPECTATOR_FIELD_NUMBER: _builtins.int
     FROM_SEQUENCE_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
+    """Required: the match id, "<family>.<shard>.<unique>" (INVALID_ARGUMENT when malformed or of another
+    family, FAILED_PRECONDITION when of another shard, NOT_FOUND when unknown).
+    """
     seat: _builtins.int
+    """Watch as this seat (0 or 1), seeing its private information."""
     spectator: _builtins.bool
+    """Watch as a spectator: the public view."""
     from_sequence: _builtins.int
     """The last sequence seen; updates after it are sent (0: from the start)."""
     def __init__(
@@ -690,11 +814,15 @@ Global___WatchRequest: _TypeAlias = WatchRequest  # noqa: Y015
 
 @_typing.final
 class WatchResponse(_message.Message):
+    """WatchResponse is one update of a Watch stream."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     UPDATE_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def update(self) -> Global___MatchUpdate: ...
+    def update(self) -> Global___MatchUpdate:
+        """The match after one event, as the viewer sees it."""
+
     def __init__(
         self,
         *,
@@ -710,14 +838,21 @@ Global___WatchResponse: _TypeAlias = WatchResponse  # noqa: Y015
 
 @_typing.final
 class GetMatchRequest(_message.Message):
+    """GetMatchRequest asks for a match as one viewer sees it now."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     MATCH_ID_FIELD_NUMBER: _builtins.int
     SEAT_FIELD_NUMBER: _builtins.int
     SPECTATOR_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
+    """Required: the match id, "<family>.<shard>.<unique>" (INVALID_ARGUMENT when malformed or of another
+    family, FAILED_PRECONDITION when of another shard, NOT_FOUND when unknown).
+    """
     seat: _builtins.int
+    """As this seat (0 or 1)."""
     spectator: _builtins.bool
+    """As a spectator: the public view."""
     def __init__(
         self,
         *,
@@ -737,6 +872,8 @@ Global___GetMatchRequest: _TypeAlias = GetMatchRequest  # noqa: Y015
 
 @_typing.final
 class GetMatchResponse(_message.Message):
+    """GetMatchResponse is the match now, with its setup."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     UPDATE_FIELD_NUMBER: _builtins.int
@@ -744,13 +881,21 @@ class GetMatchResponse(_message.Message):
     OPTIONS_FIELD_NUMBER: _builtins.int
     TIME_CONTROL_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def update(self) -> Global___MatchUpdate: ...
+    def update(self) -> Global___MatchUpdate:
+        """The match's latest update as the viewer sees it."""
+
     @_builtins.property
-    def seats(self) -> _containers.RepeatedCompositeFieldContainer[Global___SeatAssignment]: ...
+    def seats(self) -> _containers.RepeatedCompositeFieldContainer[Global___SeatAssignment]:
+        """Who sits in each seat."""
+
     @_builtins.property
-    def options(self) -> Global___MatchOptions: ...
+    def options(self) -> Global___MatchOptions:
+        """The match's options."""
+
     @_builtins.property
-    def time_control(self) -> Global___TimeControl: ...
+    def time_control(self) -> Global___TimeControl:
+        """The match's clock."""
+
     def __init__(
         self,
         *,
@@ -769,14 +914,21 @@ Global___GetMatchResponse: _TypeAlias = GetMatchResponse  # noqa: Y015
 
 @_typing.final
 class SetPresenceRequest(_message.Message):
+    """SetPresenceRequest reports that a seat's connection opened or closed."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     MATCH_ID_FIELD_NUMBER: _builtins.int
     SEAT_FIELD_NUMBER: _builtins.int
     CONNECTED_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
+    """Required: the match id, "<family>.<shard>.<unique>" (INVALID_ARGUMENT when malformed or of another
+    family, FAILED_PRECONDITION when of another shard, NOT_FOUND when unknown).
+    """
     seat: _builtins.int
+    """The seat, 0 or 1 (another value is INVALID_ARGUMENT)."""
     connected: _builtins.bool
+    """True: the seat's connection opened; false: it closed."""
     def __init__(
         self,
         *,
@@ -794,10 +946,13 @@ Global___SetPresenceRequest: _TypeAlias = SetPresenceRequest  # noqa: Y015
 
 @_typing.final
 class SetPresenceResponse(_message.Message):
+    """SetPresenceResponse gives the match's sequence after the report."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     SEQUENCE_FIELD_NUMBER: _builtins.int
     sequence: _builtins.int
+    """The match's sequence number after the report."""
     def __init__(
         self,
         *,
@@ -820,7 +975,9 @@ class PresenceSeat(_message.Message):
     MATCH_ID_FIELD_NUMBER: _builtins.int
     SEAT_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
+    """The match (format as in MatchUpdate.match_id)."""
     seat: _builtins.int
+    """The seat, 0 or 1."""
     def __init__(
         self,
         *,
@@ -837,6 +994,8 @@ Global___PresenceSeat: _TypeAlias = PresenceSeat  # noqa: Y015
 
 @_typing.final
 class RenewPresenceRequest(_message.Message):
+    """RenewPresenceRequest renews and releases one gateway process's presence leases on one shard."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     GATEWAY_INSTANCE_FIELD_NUMBER: _builtins.int
@@ -877,6 +1036,8 @@ Global___RenewPresenceRequest: _TypeAlias = RenewPresenceRequest  # noqa: Y015
 
 @_typing.final
 class RenewPresenceResponse(_message.Message):
+    """RenewPresenceResponse is the lease granted and the seats not leased."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     LEASE_MS_FIELD_NUMBER: _builtins.int
@@ -905,6 +1066,8 @@ Global___RenewPresenceResponse: _TypeAlias = RenewPresenceResponse  # noqa: Y015
 
 @_typing.final
 class ListMatchesRequest(_message.Message):
+    """ListMatchesRequest asks for one page of the shard's matches."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     STATUSES_FIELD_NUMBER: _builtins.int
@@ -953,11 +1116,17 @@ class MatchSummary(_message.Message):
     SEATS_FIELD_NUMBER: _builtins.int
     SEQUENCE_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
+    """The match."""
     family: _builtins.str
+    """The match's family, e.g. "chess"."""
     status: Global___MatchStatus.ValueType
+    """Where the match is in its life."""
     sequence: _builtins.int
+    """The match's latest sequence number."""
     @_builtins.property
-    def seats(self) -> _containers.RepeatedCompositeFieldContainer[Global___SeatAssignment]: ...
+    def seats(self) -> _containers.RepeatedCompositeFieldContainer[Global___SeatAssignment]:
+        """Who sits in each seat."""
+
     def __init__(
         self,
         *,
@@ -977,6 +1146,8 @@ Global___MatchSummary: _TypeAlias = MatchSummary  # noqa: Y015
 
 @_typing.final
 class ListMatchesResponse(_message.Message):
+    """ListMatchesResponse is one page of matches."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     MATCHES_FIELD_NUMBER: _builtins.int
@@ -1003,10 +1174,15 @@ Global___ListMatchesResponse: _TypeAlias = ListMatchesResponse  # noqa: Y015
 
 @_typing.final
 class GetRecordRequest(_message.Message):
+    """GetRecordRequest asks for a finished match's record. FAILED_PRECONDITION until the match is over."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     MATCH_ID_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
+    """Required: the match id, "<family>.<shard>.<unique>" (INVALID_ARGUMENT when malformed or of another
+    family, FAILED_PRECONDITION when of another shard, NOT_FOUND when unknown).
+    """
     def __init__(
         self,
         *,
@@ -1022,6 +1198,8 @@ Global___GetRecordRequest: _TypeAlias = GetRecordRequest  # noqa: Y015
 
 @_typing.final
 class GetRecordResponse(_message.Message):
+    """GetRecordResponse is a finished match's record."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     MATCH_ID_FIELD_NUMBER: _builtins.int
@@ -1032,16 +1210,21 @@ class GetRecordResponse(_message.Message):
     FAIRNESS_VERSION_FIELD_NUMBER: _builtins.int
     FAIRNESS_DRAWS_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
+    """The match."""
     record: _builtins.str
     """The game in the family's notation: PGN for chess."""
     record_format: _builtins.str
+    """The format of record: "pgn" for chess, "txt" for gin rummy."""
     fairness_commitment: _builtins.str
     """The match's fairness commitment and its version, as announced before the match (empty and 0 for
     families without chance).
     """
     fairness_version: _builtins.int
+    """The version of that commitment's fairness stream; 0 without a commitment."""
     @_builtins.property
-    def result(self) -> Global___Result: ...
+    def result(self) -> Global___Result:
+        """How the match ended."""
+
     @_builtins.property
     def fairness_draws(self) -> _containers.RepeatedCompositeFieldContainer[Global___FairnessDraw]:
         """Every draw the match used from its fairness stream, with the values the game used, in the order it
@@ -1075,7 +1258,9 @@ class ExchangeRequest(_message.Message):
 
     CALLS_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def calls(self) -> _containers.RepeatedCompositeFieldContainer[Global___ExchangeCall]: ...
+    def calls(self) -> _containers.RepeatedCompositeFieldContainer[Global___ExchangeCall]:
+        """The calls of this batch."""
+
     def __init__(
         self,
         *,
@@ -1108,9 +1293,13 @@ class ExchangeCall(_message.Message):
     INTERNAL refusal names it. Empty: the Exchange stream's own request id.
     """
     @_builtins.property
-    def submit(self) -> Global___SubmitActionRequest: ...
+    def submit(self) -> Global___SubmitActionRequest:
+        """Submit an action, as SubmitAction would (answered once: submitted or refused)."""
+
     @_builtins.property
-    def watch(self) -> Global___WatchRequest: ...
+    def watch(self) -> Global___WatchRequest:
+        """Open a watch, as Watch would (updates until an unwatch or a refusal)."""
+
     @_builtins.property
     def unwatch(self) -> Global___Unwatch:
         """End the watch with this call's id (no reply)."""
@@ -1142,6 +1331,7 @@ class Unwatch(_message.Message):
 
     WATCH_ID_FIELD_NUMBER: _builtins.int
     watch_id: _builtins.int
+    """The id of the call that opened the watch."""
     def __init__(
         self,
         *,
@@ -1163,7 +1353,9 @@ class ExchangeResponse(_message.Message):
 
     REPLIES_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def replies(self) -> _containers.RepeatedCompositeFieldContainer[Global___ExchangeReply]: ...
+    def replies(self) -> _containers.RepeatedCompositeFieldContainer[Global___ExchangeReply]:
+        """The replies of this batch."""
+
     def __init__(
         self,
         *,
