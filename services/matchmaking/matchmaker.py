@@ -221,11 +221,17 @@ class Matchmaker:
         return True
 
     async def announce_table(self, table_id: str) -> None:
+        """Tell the players at a table its state as stored now (:meth:`tell_table`)."""
         from services.matchmaking.servicer import table_proto  # the one encoder of tables
 
-        table = await self.store.table(table_id)
-        event = pb.WatchLobbyResponse(table_updated=table_proto(table), at_ms=self.time.now_ms())
-        for player in {table["creator_id"], table["joiner_id"]} - {None}:
+        self.tell_table(table_proto(await self.store.table(table_id)))
+
+    def tell_table(self, table: pb.Table) -> None:
+        """Tell the players seated at ``table`` (its creator, and its joiner once there is one) of it, on
+        their own lobby streams: from its creation on, so a creator waiting on the stream hears of it. No
+        one else is told, whatever the table's visibility (others find public tables with ListTables)."""
+        event = pb.WatchLobbyResponse(table_updated=table, at_ms=self.time.now_ms())
+        for player in {seat.player_id for seat in table.seats}:
             self.hub.tell(player, event)
 
     async def _retry_forever(self) -> None:

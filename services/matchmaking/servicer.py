@@ -126,7 +126,11 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
                 "created_at_ms": self._mm.time.now_ms(),
             }
         )
-        return pb.CreateTableResponse(table=table_proto(row))
+        table = table_proto(row)
+        # Its creator's lobby streams hear of it too, a retry (the same key) included: one waiting there
+        # for the table is not left waiting when the answer is lost.
+        self._mm.tell_table(table)
+        return pb.CreateTableResponse(table=table)
 
     async def ListTables(
         self, request: pb.ListTablesRequest, context: grpc.aio.ServicerContext

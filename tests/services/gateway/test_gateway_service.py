@@ -268,6 +268,40 @@ async def test_two_players_play_a_whole_game_through_the_gateway(platform: Platf
         stream.cancel()
 
 
+async def test_a_table_is_told_on_its_creators_lobby_stream_and_a_private_one_on_no_other(
+    platform: Platform,
+) -> None:
+    gw = platform.gateway
+    alice, bob = bearer("alice"), bearer("bob")
+    alice_lobby = gw.WatchLobby(pb.WatchLobbyRequest(), metadata=alice)
+    bob_lobby = gw.WatchLobby(pb.WatchLobbyRequest(), metadata=bob)
+    await next_lobby(alice_lobby, "subscribed")
+    await next_lobby(bob_lobby, "subscribed")
+
+    def table(visibility: mm_pb.Visibility.ValueType) -> pb.CreateTableRequest:
+        return pb.CreateTableRequest(
+            family="chess",
+            options=rules_pb2.MatchOptions(chess=chess_pb2.ChessOptions(ruleset=chess_pb2.RULESET_CONTEST)),
+            time_control=rules_pb2.TimeControl(base_ms=5 * MINUTE),
+            currency="USD",
+            visibility=visibility,
+            idempotency_key=uuid.uuid4().hex,
+        )
+
+    public = (await gw.CreateTable(table(mm_pb.VISIBILITY_PUBLIC), metadata=alice)).table
+    assert (await next_lobby(alice_lobby, "table_updated")).table_updated == public
+    await gw.LeaveTable(pb.LeaveTableRequest(table_id=public.table_id), metadata=alice)
+    left = (await next_lobby(alice_lobby, "table_updated")).table_updated
+    assert (left.table_id, left.status) == (public.table_id, mm_pb.TABLE_STATUS_CANCELLED)
+    private = (await gw.CreateTable(table(mm_pb.VISIBILITY_PRIVATE), metadata=alice)).table
+    assert (await next_lobby(alice_lobby, "table_updated")).table_updated == private
+    # Bob's stream: the first table it tells of is his own, created after Alice's private table was told.
+    own = (await gw.CreateTable(table(mm_pb.VISIBILITY_PUBLIC), metadata=bob)).table
+    assert (await next_lobby(bob_lobby, "table_updated")).table_updated == own
+    for stream in (alice_lobby, bob_lobby):
+        stream.cancel()
+
+
 # -- security --------------------------------------------------------------------------------------------
 
 

@@ -230,6 +230,36 @@ async def test_create_list_join_makes_the_match_and_tells_both(platform: Platfor
     again.cancel()
 
 
+async def test_the_creator_of_a_table_hears_of_it_and_no_one_else_of_a_private_one(
+    platform: Platform,
+) -> None:
+    mm = platform.mm
+    alice = mm.WatchLobby(pb.WatchLobbyRequest(player_id="alice"))
+    carol = mm.WatchLobby(pb.WatchLobbyRequest(player_id="carol"))
+    await next_event(alice, "subscribed")
+    await next_event(carol, "subscribed")
+    # A public table: its creator, waiting on her lobby stream, is told of it as it was answered.
+    public = (await mm.CreateTable(table_request("alice", visibility=pb.VISIBILITY_PUBLIC))).table
+    assert (await next_event(alice, "table_updated")).table_updated == public
+    await mm.LeaveTable(pb.LeaveTableRequest(player_id="alice", table_id=public.table_id))
+    left = (await next_event(alice, "table_updated")).table_updated
+    assert (left.table_id, left.status) == (public.table_id, pb.TABLE_STATUS_CANCELLED)
+    # A private table: told to its creator too, and again when a retry (the same key) is answered,
+    # so a client whose answer was lost still hears of its table.
+    request = table_request("alice", visibility=pb.VISIBILITY_PRIVATE)
+    private = (await mm.CreateTable(request)).table
+    assert private.visibility == pb.VISIBILITY_PRIVATE
+    assert (await next_event(alice, "table_updated")).table_updated == private
+    assert (await mm.CreateTable(request)).table == private
+    assert (await next_event(alice, "table_updated")).table_updated == private
+    # Carol's stream heard nothing of Alice's tables: the first table it is told of is Carol's own
+    # (a stream keeps the order of what it is told, and Alice's were told before Carol created hers).
+    own = (await mm.CreateTable(table_request("carol"))).table
+    assert (await next_event(carol, "table_updated")).table_updated == own
+    alice.cancel()
+    carol.cancel()
+
+
 async def test_bad_requests_are_refused_with_reasons(platform: Platform) -> None:
     mm = platform.mm
     await refused(mm.CreateTable(table_request("a", family="checkers")), INVALID, "unknown or unavailable")
