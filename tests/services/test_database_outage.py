@@ -246,5 +246,8 @@ async def test_the_load_harness_rides_out_a_database_restart_without_failing_a_m
     metrics = result.metrics
     chess = metrics.families["chess"]
     assert (chess.finished, chess.failed) == (2, 0), dict(metrics.errors)
-    assert any(code == "UNAVAILABLE" for (_, code) in metrics.errors), "the restart was not felt"
+    # The restart was felt: a move refused UNAVAILABLE, or a match stream cut and reopened (when the
+    # shard takes its shard back fast, between two moves, only the streams notice).
+    felt = any(code == "UNAVAILABLE" for (_, code) in metrics.errors) or metrics.reconnects > 0
+    assert felt, "the restart was not felt"
     assert not [key for key in metrics.errors if key[1] in ("INTERNAL", "UNKNOWN", "STALLED")]
