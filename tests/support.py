@@ -84,6 +84,27 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+async def health_of(address: str) -> int | None:
+    """The overall health status at a plaintext health port; ``None`` when it does not answer."""
+    async with grpc.aio.insecure_channel(address) as channel:
+        try:
+            reply = await health_pb2_grpc.HealthStub(channel).Check(
+                health_pb2.HealthCheckRequest(), timeout=1
+            )
+        except grpc.aio.AioRpcError:
+            return None
+        return int(reply.status)
+
+
+async def wait_for_health(address: str, status: int, within: float) -> None:
+    """Wait until the health port at ``address`` reports ``status`` (TimeoutError after ``within`` s)."""
+    async with asyncio.timeout(within):
+        while True:
+            if await health_of(address) == status:
+                return
+            await asyncio.sleep(0.05)
+
+
 async def wait_until_serving(address: str, within: float = 20.0, service: str = "") -> None:
     """Poll the gRPC health service at ``address`` (a plaintext health port, or the gateway's) until it
     answers SERVING."""

@@ -23,30 +23,11 @@ from sqlalchemy import select, update
 from libs.persistence import Database
 from libs.persistence.schema import shard_owners
 from tests.services.clock.support import OWNER, Stub, arm, collect, start, stored
-from tests.support import ROOT, ServiceProcess, backend_channel
+from tests.support import ROOT, ServiceProcess, backend_channel, wait_for_health
 from tools.pgcluster import PrivatePostgres
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
-
-
-async def health_of(address: str) -> int | None:
-    async with grpc.aio.insecure_channel(address) as channel:
-        try:
-            reply = await health_pb2_grpc.HealthStub(channel).Check(
-                health_pb2.HealthCheckRequest(), timeout=1
-            )
-        except grpc.aio.AioRpcError:
-            return None
-        return int(reply.status)
-
-
-async def wait_for_health(address: str, status: int, within: float) -> None:
-    async with asyncio.timeout(within):
-        while True:
-            if await health_of(address) == status:
-                return
-            await asyncio.sleep(0.05)
 
 
 @pytest.mark.postgres

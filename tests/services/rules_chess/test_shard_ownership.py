@@ -34,7 +34,7 @@ from libs.persistence.schema import match_events, matches, shard_owners
 from tests.callers import RULES_CALLERS, Callers
 from tests.services.rules_chess.conftest import start_rules_chess
 from tests.services.rules_chess.test_rules_chess_service import Stub, create, get, move, play
-from tests.support import ROOT, ServiceProcess, backend_channel
+from tests.support import ROOT, ServiceProcess, backend_channel, health_of, wait_for_health
 from tools.pgcluster import PrivatePostgres
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
@@ -45,26 +45,6 @@ OPERA_GAME = (
 )
 """Twenty plies of Morphy's Opera game: enough moves for the whole test, none of them a check."""
 FAST_SHARD = {"SHARD_HEARTBEAT_MS": "100", "SHARD_RETRY_MS": "200"}
-
-
-async def health_of(address: str) -> int | None:
-    """The overall health status at a plaintext health port; ``None`` when it does not answer."""
-    async with grpc.aio.insecure_channel(address) as channel:
-        try:
-            reply = await health_pb2_grpc.HealthStub(channel).Check(
-                health_pb2.HealthCheckRequest(), timeout=1
-            )
-        except grpc.aio.AioRpcError:
-            return None
-        return int(reply.status)
-
-
-async def wait_for_health(address: str, status: int, within: float) -> None:
-    async with asyncio.timeout(within):
-        while True:
-            if await health_of(address) == status:
-                return
-            await asyncio.sleep(0.05)
 
 
 def launch(service: ServiceProcess, log: Path) -> None:
