@@ -71,6 +71,7 @@ __all__ = [
     "PlayerSession",
     "RetryPolicy",
     "development_token",
+    "expires_at_ms",
     "is_over",
     "new_key",
 ]
@@ -91,6 +92,12 @@ def new_key() -> str:
 def is_over(update: rules_pb2.MatchUpdate) -> bool:
     """Whether ``update`` is a match's last (finished or aborted)."""
     return update.status in _OVER
+
+
+def expires_at_ms(reply: gw.WhoAmIResponse) -> int:
+    """When the token of a ``WhoAmI`` ``reply`` expires, in Unix milliseconds: ``expires_at_ms``, or the
+    deprecated ``expires_at`` (seconds) from a gateway older than that field (which leaves it 0)."""
+    return reply.expires_at_ms or reply.expires_at * 1000
 
 
 class DevKeyMissing(Exception):
@@ -266,13 +273,22 @@ def retry_wait_s(details: str, default_s: float = 0.2) -> float:
 
 
 def _rate_limit_wait(error: grpc.aio.AioRpcError) -> float | None:
-    """The wait the gateway asks for when it refused a call for the rate limit, or an ``UNAVAILABLE``
-    refusal's retry guidance (a service behind the gateway restarting its database); ``None``: none."""
+    """The wait the gateway asks for when it refused a call for the rate limit or at capacity, or an
+    ``UNAVAILABLE`` refusal's retry guidance (a service behind the gateway restarting its database);
+    ``None``: none. The machine-readable guidance (``retry-after-ms``, ``RetryInfo``) comes first, then
+    the words of the reason; a ``RESOURCE_EXHAUSTED`` that names no wait at all is waited 0.2 s."""
     if error.code() == grpc.StatusCode.UNAVAILABLE:
         return GatewayError.from_rpc(error).retry_after_s
     if error.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
         return None
-    return retry_wait_s(error.details() or "")
+    return _exhausted_wait_s(GatewayError.from_rpc(error))
+
+
+def _exhausted_wait_s(error: GatewayError) -> float:
+    """The wait before retrying a ``RESOURCE_EXHAUSTED`` refusal: its retry guidance (from the trailing
+    metadata, else its words), or :func:`retry_wait_s`'s default."""
+    guided = error.retry_after_s
+    return guided if guided is not None else retry_wait_s(error.details)
 
 
 class _Attempts:
@@ -298,7 +314,7 @@ class _Attempts:
             and self.rate_limited + 1 < self.policy.rate_limited_attempts
         ):
             self.rate_limited += 1
-            return retry_wait_s(error.details)
+            return _exhausted_wait_s(error)
         if not self.repeatable or code != grpc.StatusCode.UNAVAILABLE:
             return None
         guided = error.retry_after_s

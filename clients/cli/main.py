@@ -69,6 +69,7 @@ from clients.player import (
     MatchStream,
     PlayerSession,
     development_token,
+    expires_at_ms,
     is_over,
 )
 from libs.fairness import FairnessError, Proof, UsedDraw, verify
@@ -403,7 +404,7 @@ async def _run_login(args: argparse.Namespace) -> int:
             note = f" (the gateway at {address} did not answer: {error})"
             expires = int(time.time()) + args.ttl
         else:
-            expires = me.expires_at
+            expires = expires_at_ms(me) // 1000
     _save_token(path, token)
     until = datetime.fromtimestamp(expires, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
     _say(f"signed in as {args.player} until {until}; token saved to {path}{note}")
@@ -419,7 +420,7 @@ def _register_whoami(subparsers: SubParsers) -> None:
 async def _run_whoami(args: argparse.Namespace) -> int:
     async with _session(args) as session:
         me = await session.whoami()
-    until = datetime.fromtimestamp(me.expires_at, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
+    until = datetime.fromtimestamp(expires_at_ms(me) / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
     _say(f"{me.player_id} (token valid until {until})")
     return EXIT_OK
 

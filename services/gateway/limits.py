@@ -3,9 +3,10 @@
 Per-player token buckets say how many calls and stream opens a player may make.
 
 Each player has a bucket per kind that holds up to ``burst`` tokens and refills at ``rate`` per second;
-a call takes one token, and a call that finds the bucket empty is ``RESOURCE_EXHAUSTED``. Buckets are
-per gateway process (a player spread over replicas gets each replica's allowance). Full buckets are
-forgotten from time to time, so memory follows the active players.
+a call takes one token, and a call that finds the bucket empty is ``RESOURCE_EXHAUSTED``, with the wait
+until its next token as retry guidance (``retry-after-ms`` and a ``google.rpc.RetryInfo``, and "retry in
+N ms" in its reason). Buckets are per gateway process (a player spread over replicas gets each
+replica's allowance). Full buckets are forgotten from time to time, so memory follows the active players.
 """
 
 from __future__ import annotations
@@ -62,7 +63,8 @@ class TokenBuckets:
             wait_ms = int((1.0 - bucket.tokens) / self.rate * 1000) + 1
             raise ResourceExhausted(
                 f"too many {self.what}: at most {self.rate:g}/s (bursts of {self.burst}); "
-                f"retry in {wait_ms} ms"
+                f"retry in {wait_ms} ms",
+                retry_after_ms=wait_ms,
             )
         bucket.tokens -= 1.0
 
@@ -93,6 +95,9 @@ class Priority(IntEnum):
 NEW_WORK_SHARE = 0.75
 """New work is admitted only while fewer than this share of the capacity is in use, so that at capacity
 the matches already being played keep a quarter of it to themselves."""
+
+SHED_RETRY_AFTER_MS = {Priority.PLAY: 50, Priority.NEW_WORK: 200}
+"""The wait a refusal at capacity asks for, by priority (in its reason and as retry guidance)."""
 
 SHED = Counter(
     "skillclassics_gateway_shed_total",
@@ -165,11 +170,12 @@ class _Pool:
 
 def _refuse(kind: str, used: int, capacity: int, priority: Priority) -> NoReturn:
     SHED.labels(priority.name.lower(), kind).inc()
+    wait_ms = SHED_RETRY_AFTER_MS[priority]
     if priority is Priority.PLAY:
-        reason = f"the gateway is at capacity ({capacity} {kind}); retry in 50 ms"
+        reason = f"the gateway is at capacity ({capacity} {kind}); retry in {wait_ms} ms"
     else:
         reason = (
             f"the gateway is near capacity ({used} of {capacity} {kind}): matches in progress come "
-            "first, new work is refused for now; retry in 200 ms"
+            f"first, new work is refused for now; retry in {wait_ms} ms"
         )
-    raise ResourceExhausted(reason)
+    raise ResourceExhausted(reason, retry_after_ms=wait_ms)

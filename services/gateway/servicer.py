@@ -424,7 +424,12 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
     @_admitted(Priority.NEW_WORK)
     async def WhoAmI(self, request: pb.WhoAmIRequest, context: grpc.aio.ServicerContext) -> pb.WhoAmIResponse:
         claims = self._claims(context)
-        return pb.WhoAmIResponse(player_id=claims.player_id, expires_at=claims.expires_at)
+        # expires_at (seconds) is deprecated but still filled for v1's older callers.
+        return pb.WhoAmIResponse(
+            player_id=claims.player_id,
+            expires_at=claims.expires_at,
+            expires_at_ms=claims.expires_at * 1000,
+        )
 
     @_admitted(Priority.NEW_WORK)
     async def CreateTable(

@@ -22,7 +22,14 @@ from skillclassics.rules.v1 import rules_pb2
 
 from clients.cli.main import main_async
 from clients.load.harness import OutageTolerance
-from clients.player import GatewayError, PlayerSession, RetryPolicy, _Attempts, development_token
+from clients.player import (
+    GatewayError,
+    PlayerSession,
+    RetryPolicy,
+    _Attempts,
+    development_token,
+    expires_at_ms,
+)
 from libs.runtime import RunningServer
 from libs.runtime.config import sqlite_url
 from libs.runtime.errors import retry_trailers
@@ -197,6 +204,73 @@ async def test_the_guided_waits_are_bounded(refusing: _Refusing) -> None:
         with pytest.raises(GatewayError, match="retry in 100 ms"):
             await session.whoami()
     assert refusing.calls["WhoAmI"] == 2
+
+
+def test_a_rate_limit_is_waited_out_as_its_metadata_asks_before_its_words() -> None:
+    exhausted = grpc.StatusCode.RESOURCE_EXHAUSTED
+    attempts = _Attempts(RetryPolicy(), repeatable=False)  # any call is retried after a rate limit
+    # The gateway's retry-after-ms (or RetryInfo), as GatewayError.from_rpc reads it, comes first...
+    guided = GatewayError(exhausted, "too many calls: at most 20/s (bursts of 40)", retry_after_s=0.03)
+    assert attempts.wait_after(guided) == pytest.approx(0.03)
+    # ... then the words of a refusal without metadata (one inside a stream), then a default.
+    worded = GatewayError(exhausted, "too many calls: at most 20/s (bursts of 40); retry in 40 ms")
+    assert attempts.wait_after(worded) == pytest.approx(0.04)
+    assert attempts.wait_after(GatewayError(exhausted, "you fell behind")) == pytest.approx(0.2)
+
+
+# -- the token's expiry, in milliseconds --------------------------------------------------------------------
+
+
+class _Answering:
+    """A stand-in gateway whose ``WhoAmI`` answers ``reply``."""
+
+    def __init__(self, reply: gw.WhoAmIResponse) -> None:
+        self.reply = reply
+        self.server = grpc.aio.server()
+        handlers = {
+            "WhoAmI": grpc.unary_unary_rpc_method_handler(
+                self._whoami, gw.WhoAmIRequest.FromString, gw.WhoAmIResponse.SerializeToString
+            ),
+        }
+        self.server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(_GATEWAY, handlers),))
+        self.address = f"127.0.0.1:{self.server.add_insecure_port('127.0.0.1:0')}"
+
+    async def _whoami(
+        self, request: gw.WhoAmIRequest, context: grpc.aio.ServicerContext
+    ) -> gw.WhoAmIResponse:
+        return self.reply
+
+
+_EXPIRY_S = 1_800_000_000  # 2027-01-15 08:00 UTC
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        gw.WhoAmIResponse(player_id="p", expires_at=_EXPIRY_S, expires_at_ms=_EXPIRY_S * 1000),  # today's
+        gw.WhoAmIResponse(player_id="p", expires_at=_EXPIRY_S),  # a gateway older than expires_at_ms
+        gw.WhoAmIResponse(player_id="p", expires_at_ms=_EXPIRY_S * 1000),  # one past the deprecated field
+    ],
+    ids=["both", "seconds only", "milliseconds only"],
+)
+async def test_whoami_reads_the_expiry_in_milliseconds_falling_back_on_the_deprecated_seconds(
+    reply: gw.WhoAmIResponse,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    gateway = _Answering(reply)
+    await gateway.server.start()
+    try:
+        async with PlayerSession(gateway.address, "t") as session:
+            assert expires_at_ms(await session.whoami()) == _EXPIRY_S * 1000
+        monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+        monkeypatch.setenv("GATEWAY_ADDRESS", gateway.address)
+        monkeypatch.setenv("SKILLCLASSICS_TOKEN", "t")
+        assert await main_async(["whoami"]) == 0
+        assert capsys.readouterr().out == "p (token valid until 2027-01-15 08:00 UTC)\n"
+    finally:
+        await gateway.server.stop(0)
 
 
 # -- the load harness's outage tolerance -------------------------------------------------------------------

@@ -15,7 +15,7 @@ from skillclassics.gateway.v1 import gateway_pb2_grpc
 
 from libs.runtime.errors import ResourceExhausted
 from services.gateway.limits import Admission, Priority
-from tests.services.gateway.test_gateway_service import bearer, start_gateway
+from tests.services.gateway.test_gateway_service import bearer, retry_guidance_ms, start_gateway
 
 
 def test_new_work_is_refused_first_and_play_keeps_the_last_quarter() -> None:
@@ -91,6 +91,7 @@ async def test_at_capacity_new_work_is_shed_at_once_and_play_calls_still_get_thr
                     await gw.CreateTable(pb.CreateTableRequest(family="chess"), metadata=bearer("p4"))
                 assert shed.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
                 assert "matches in progress come first" in (shed.value.details() or "")
+                assert retry_guidance_ms(shed.value) == 200  # machine-readable, as in its words
                 assert loop.time() - started < 1.0  # refused at once, not queued behind the stuck calls
                 # A play call is still admitted (it fails for its own reason: no rules shard here).
                 with pytest.raises(grpc.aio.AioRpcError) as played:

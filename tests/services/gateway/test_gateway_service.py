@@ -17,6 +17,8 @@ from pathlib import Path
 import grpc
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
 from skillclassics.chess.v1 import chess_pb2
 from skillclassics.gateway.v1 import gateway_pb2 as pb
 from skillclassics.gateway.v1 import gateway_pb2_grpc
@@ -25,6 +27,7 @@ from skillclassics.rules.v1 import rules_pb2, rules_pb2_grpc
 
 from libs.runtime import RunningServer, ServiceConfig, start_server
 from libs.runtime.config import ConfigError
+from libs.runtime.errors import retry_in_ms
 from services.gateway import tokens
 from services.gateway.limits import TokenBuckets
 from services.gateway.service import GatewayService
@@ -129,15 +132,36 @@ async def platform(database_url: str, tmp_path: Path) -> AsyncIterator[Platform]
     await rules.stop(grace=0.5)
 
 
-async def refused(call: object, code: grpc.StatusCode, reason: str) -> None:
+async def refused(call: object, code: grpc.StatusCode, reason: str) -> grpc.aio.AioRpcError:
     with pytest.raises(grpc.aio.AioRpcError) as caught:
         await call  # type: ignore[misc]
     assert caught.value.code() == code, caught.value.details()
     assert reason in (caught.value.details() or ""), caught.value.details()
+    return caught.value
 
 
-async def stream_refused(stream: grpc.aio.UnaryStreamCall, code: grpc.StatusCode, reason: str) -> None:
-    await refused(stream.read(), code, reason)
+async def stream_refused(
+    stream: grpc.aio.UnaryStreamCall, code: grpc.StatusCode, reason: str
+) -> grpc.aio.AioRpcError:
+    return await refused(stream.read(), code, reason)
+
+
+def retry_guidance_ms(error: grpc.aio.AioRpcError) -> int:
+    """The wait a refusal asks for, checked to be the same in all three forms it is given in: the
+    ``retry-after-ms`` trailer, the ``google.rpc.RetryInfo`` detail of its status (as gRPC's own status
+    library reads it) and the words of its reason ("retry in N ms")."""
+    trailers = dict(error.trailing_metadata() or ())
+    assert "retry-after-ms" in trailers, trailers
+    in_metadata = int(trailers["retry-after-ms"])
+    status = rpc_status.from_call(error)  # also checks its code and message are the call's
+    assert status is not None, "no google.rpc.Status in the trailing metadata"
+    infos = [info for detail in status.details if detail.Unpack(info := error_details_pb2.RetryInfo())]
+    assert len(infos) == 1, status
+    in_detail = infos[0].retry_delay.ToMilliseconds()
+    in_words = retry_in_ms(error.details() or "")
+    assert in_metadata == in_detail == in_words, (in_metadata, in_detail, in_words, error.details())
+    assert in_metadata > 0
+    return in_metadata
 
 
 async def next_lobby(stream: grpc.aio.UnaryStreamCall, kind: str) -> pb.WatchLobbyResponse:
@@ -204,7 +228,9 @@ async def wait_for_presence(platform: Platform, match_id: str, expected: list[in
 async def test_two_players_play_a_whole_game_through_the_gateway(platform: Platform) -> None:
     gw = platform.gateway
     alice, bob = bearer("alice"), bearer("bob")
-    assert (await gw.WhoAmI(pb.WhoAmIRequest(), metadata=alice)).player_id == "alice"
+    who = await gw.WhoAmI(pb.WhoAmIRequest(), metadata=alice)
+    assert who.player_id == "alice"
+    assert who.expires_at_ms == who.expires_at * 1000 > time.time() * 1000  # old field, in seconds
     alice_lobby = gw.WatchLobby(pb.WatchLobbyRequest(), metadata=alice)
     bob_lobby = gw.WatchLobby(pb.WatchLobbyRequest(), metadata=bob)
     await next_lobby(alice_lobby, "subscribed")  # relayed: from here on nothing is missed
@@ -466,19 +492,23 @@ async def test_rate_limits_answer_resource_exhausted(platform: Platform, tmp_pat
             invalid, exhausted = grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXHAUSTED
             for _ in range(3):  # refused calls count too (and these ones are quick)
                 await refused(gw.GetRecord(pb.GetRecordRequest(match_id="x"), metadata=dave), invalid, "")
-            await refused(
+            limited_call = await refused(
                 gw.ListTables(pb.ListTablesRequest(family="chess"), metadata=dave),
                 exhausted,
                 "too many calls",
             )
+            # The wait is machine-readable too, as for a database outage (docs/gateway.md, "Errors and
+            # retry guidance"): at most a token's refill time, 1 s at 1/s.
+            assert retry_guidance_ms(limited_call) <= 1001
             await gw.ListTables(pb.ListTablesRequest(family="chess"), metadata=bearer("erin"))  # per player
             for _ in range(2):
                 await stream_refused(
                     gw.WatchMatch(pb.WatchMatchRequest(match_id="x"), metadata=dave), invalid, ""
                 )
-            await stream_refused(
+            limited_open = await stream_refused(
                 gw.WatchLobby(pb.WatchLobbyRequest(), metadata=dave), exhausted, "too many stream opens"
             )
+            assert retry_guidance_ms(limited_open) <= 1001
     finally:
         await limited.stop(grace=0.2)
 

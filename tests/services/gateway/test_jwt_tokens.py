@@ -609,7 +609,8 @@ async def test_an_external_issuers_token_is_accepted_by_whoami(tmp_path: Path) -
         async with grpc.aio.insecure_channel(gateway.address) as channel:
             gw = gateway_pb2_grpc.GatewayServiceStub(channel)
             who = await gw.WhoAmI(pb.WhoAmIRequest(), metadata=(("authorization", f"Bearer {token}"),))
-            assert (who.player_id, who.expires_at) == ("carol", now + 900)
+            assert (who.player_id, who.expires_at_ms) == ("carol", (now + 900) * 1000)
+            assert who.expires_at == now + 900  # deprecated (Unix seconds), still filled for v1 callers
             # A development token is from an issuer (and a key) this gateway does not trust.
             dev = mint_token(SigningKey.of(private_key, kid="identity-2026-01"), "carol", 60, now)
             await refused(

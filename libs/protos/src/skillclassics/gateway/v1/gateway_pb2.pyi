@@ -18,6 +18,11 @@ if sys.version_info >= (3, 11):
 else:
     from typing_extensions import TypeAlias as _TypeAlias, Never as _Never
 
+if sys.version_info >= (3, 13):
+    from warnings import deprecated as _deprecated
+else:
+    from typing_extensions import deprecated as _deprecated
+
 DESCRIPTOR: _descriptor.FileDescriptor
 
 @_typing.final
@@ -45,19 +50,37 @@ class WhoAmIResponse(_message.Message):
 
     PLAYER_ID_FIELD_NUMBER: _builtins.int
     EXPIRES_AT_FIELD_NUMBER: _builtins.int
+    EXPIRES_AT_MS_FIELD_NUMBER: _builtins.int
     player_id: _builtins.str
     """The caller's player id (the token's subject)."""
-    expires_at: _builtins.int
-    """When the token expires, Unix seconds."""
+    @_builtins.property
+    @_deprecated("""This field has been marked as deprecated using proto field options.""")
+    def expires_at(self) -> _builtins.int:
+        """Deprecated: use expires_at_ms. When the token expires, Unix seconds (the token's exp claim); still
+        filled, equal to expires_at_ms / 1000, for as long as v1 lives.
+        """
+
+    @expires_at.setter
+    @_deprecated("""This field has been marked as deprecated using proto field options.""")
+    def expires_at(self, value: _builtins.int) -> None:
+        """Deprecated: use expires_at_ms. When the token expires, Unix seconds (the token's exp claim); still
+        filled, equal to expires_at_ms / 1000, for as long as v1 lives.
+        """
+
+    expires_at_ms: _builtins.int
+    """When the token expires, Unix milliseconds (the token's exp claim times 1000), like every other
+    instant of the contracts.
+    """
     def __init__(
         self,
         *,
         player_id: _builtins.str = ...,
         expires_at: _builtins.int = ...,
+        expires_at_ms: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["expires_at", b"expires_at", "player_id", b"player_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["expires_at", b"expires_at", "expires_at_ms", b"expires_at_ms", "player_id", b"player_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
