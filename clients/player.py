@@ -49,8 +49,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Self, TypeVar
 
-import google.rpc.error_details_pb2 as error_details_pb2
-import google.rpc.status_pb2 as status_pb2
 import grpc
 from skillclassics.gateway.v1 import gateway_pb2 as gw
 from skillclassics.gateway.v1 import gateway_pb2_grpc
@@ -60,6 +58,7 @@ from skillclassics.rules.v1 import rules_pb2
 from clients.fairness import FairnessBook, FairnessCheck, MatchFairness, check_proof
 from clients.families import UnknownFamily, family_of_match
 from libs.fairness import Proof
+from libs.runtime.errors import retry_after_ms, retry_in_ms
 
 __all__ = [
     "DEFAULT_GATEWAY",
@@ -80,7 +79,6 @@ DEFAULT_GATEWAY: Final = "127.0.0.1:50050"
 """Where ``make run`` serves the gateway."""
 
 _T = TypeVar("_T")
-_RETRY_IN = re.compile(r"retry in (\d+) ms")
 _OVER = (rules_pb2.MATCH_STATUS_FINISHED, rules_pb2.MATCH_STATUS_ABORTED)
 
 
@@ -143,8 +141,8 @@ class GatewayError(Exception):
         self.reached = reached
         if retry_after_s is None and code in _WAITABLE:
             # A refusal inside a stream has no metadata: its wait is in its words.
-            found = _RETRY_IN.search(details)
-            retry_after_s = int(found[1]) / 1000 if found else None
+            found = retry_in_ms(details)
+            retry_after_s = None if found is None else found / 1000
         self.retry_after_s = retry_after_s
         named = _BACKEND.match(details) if code == grpc.StatusCode.UNAVAILABLE and reached else None
         self.backend: str | None = named[1] if named else None
@@ -170,17 +168,13 @@ class GatewayError(Exception):
                 details = f"lost the connection to the gateway{where} ({details})"
         elif code == grpc.StatusCode.DEADLINE_EXCEEDED:
             details = f"the gateway did not answer in time ({details})"
-        wait_ms = _retry_after_ms(trailers)
+        wait_ms = retry_after_ms(trailers.items())
         retry_after_s = None if wait_ms is None else wait_ms / 1000
         return cls(code, details, retry_after_s=retry_after_s, reached=reached)
 
 
 REQUEST_ID_METADATA: Final = "x-request-id"
 """The trailing metadata every answer of the gateway (and of every service) carries."""
-RETRY_AFTER_METADATA: Final = "retry-after-ms"
-"""A refusal's retry guidance in its trailing metadata: the wait in milliseconds (docs/gateway.md)."""
-_STATUS_DETAILS: Final = "grpc-status-details-bin"
-_MAX_RETRY_AFTER_MS: Final = 3_600_000
 _WAITABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED)
 _BACKEND = re.compile(r"([\w.-]+(?: shard \d+)?) (?:is unavailable|did not answer in time|is not configured)")
 """How the gateway names the service behind it that is down: "matchmaking is unavailable: ...",
@@ -207,30 +201,6 @@ def _trailers(error: grpc.aio.AioRpcError) -> dict[str, str | bytes]:
         return {key: value for key, value in error.trailing_metadata() or ()}
     except Exception:  # an error made by hand (tests) or without metadata
         return {}
-
-
-def _retry_after_ms(trailers: Mapping[str, str | bytes]) -> int | None:
-    """The wait a refusal's trailing metadata asks for: ``retry-after-ms``, else a ``RetryInfo``."""
-    text = trailers.get(RETRY_AFTER_METADATA)
-    if isinstance(text, bytes):
-        text = text.decode("ascii", "replace")
-    if text is not None and text.isdigit():
-        return min(int(text), _MAX_RETRY_AFTER_MS)
-    status_bytes = trailers.get(_STATUS_DETAILS)
-    if not isinstance(status_bytes, bytes):
-        return None
-    status = status_pb2.Status()
-    try:
-        status.ParseFromString(status_bytes)
-    except Exception:  # malformed: no guidance
-        return None
-    for detail in status.details:
-        info = error_details_pb2.RetryInfo()
-        if detail.Unpack(info):
-            delay = info.retry_delay
-            total = int(delay.seconds) * 1000 + int(delay.nanos) // 1_000_000
-            return min(max(total, 0), _MAX_RETRY_AFTER_MS)
-    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,8 +238,8 @@ class RetryPolicy:
 
 def retry_wait_s(details: str, default_s: float = 0.2) -> float:
     """The wait a ``RESOURCE_EXHAUSTED`` refusal asks for ("retry in N ms"), in seconds."""
-    found = _RETRY_IN.search(details)
-    return int(found[1]) / 1000 if found else default_s
+    found = retry_in_ms(details)
+    return default_s if found is None else found / 1000
 
 
 def _rate_limit_wait(error: grpc.aio.AioRpcError) -> float | None:
@@ -281,14 +251,14 @@ def _rate_limit_wait(error: grpc.aio.AioRpcError) -> float | None:
         return GatewayError.from_rpc(error).retry_after_s
     if error.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
         return None
-    return _exhausted_wait_s(GatewayError.from_rpc(error))
+    return exhausted_wait_s(GatewayError.from_rpc(error))
 
 
-def _exhausted_wait_s(error: GatewayError) -> float:
-    """The wait before retrying a ``RESOURCE_EXHAUSTED`` refusal: its retry guidance (from the trailing
-    metadata, else its words), or :func:`retry_wait_s`'s default."""
+def exhausted_wait_s(error: GatewayError, default_s: float = 0.2) -> float:
+    """The wait before retrying a ``RESOURCE_EXHAUSTED`` refusal: its retry guidance (the trailing
+    metadata, else its words: :attr:`GatewayError.retry_after_s`), or ``default_s``."""
     guided = error.retry_after_s
-    return guided if guided is not None else retry_wait_s(error.details)
+    return guided if guided is not None else default_s
 
 
 class _Attempts:
@@ -314,7 +284,7 @@ class _Attempts:
             and self.rate_limited + 1 < self.policy.rate_limited_attempts
         ):
             self.rate_limited += 1
-            return _exhausted_wait_s(error)
+            return exhausted_wait_s(error)
         if not self.repeatable or code != grpc.StatusCode.UNAVAILABLE:
             return None
         guided = error.retry_after_s

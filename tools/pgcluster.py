@@ -24,7 +24,6 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
@@ -179,14 +178,4 @@ class PrivatePostgres:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-@contextlib.contextmanager
-def private_postgres() -> Iterator[PrivatePostgres]:
-    """A :class:`PrivatePostgres` for the ``with`` block."""
-    cluster = PrivatePostgres.create()
-    try:
-        yield cluster
-    finally:
-        cluster.remove()
-
-
-__all__ = ["PostgresUnavailable", "PrivatePostgres", "private_postgres", "server_bin"]
+__all__ = ["PostgresUnavailable", "PrivatePostgres", "server_bin"]

@@ -66,6 +66,7 @@ from clients.player import (
     PlayStream,
     RetryPolicy,
     development_token,
+    exhausted_wait_s,
     is_over,
     new_key,
     retry_wait_s,
@@ -596,7 +597,7 @@ class Engine:
                     and limited < self.config.rate_limit_attempts
                 ):
                     limited += 1
-                    await asyncio.sleep(retry_wait_s(error.details))
+                    await asyncio.sleep(exhausted_wait_s(error))
                     continue
                 wait = outage.wait_after(error) if repeatable else None
                 if wait is not None:
@@ -922,7 +923,7 @@ class Engine:
                     and limited < self.config.rate_limit_attempts
                 ):
                     limited += 1
-                    await asyncio.sleep(retry_wait_s(error.details))
+                    await asyncio.sleep(exhausted_wait_s(error))
                     continue
                 wait = outage.wait_after(error)  # the idempotency key makes the repeat safe
                 if wait is not None:

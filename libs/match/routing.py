@@ -56,9 +56,7 @@ class RulesChannels:
         self._transport = transport
         self._channels: dict[str, grpc.aio.Channel] = {}
         self._stubs: dict[str, rules_pb2_grpc.RulesServiceStub] = {}
-        given = options or []
-        named = {name for name, _ in given}
-        self._options = [*given, *(o for o in RECONNECT_CHANNEL_OPTIONS if o[0] not in named)]
+        self._options = [*(options or []), *RECONNECT_CHANNEL_OPTIONS]
 
     def stub(self, address: str, family: str) -> rules_pb2_grpc.RulesServiceStub:
         """The stub of ``family``'s shard at ``address`` (whose certificate must be ``rules-<family>``'s)."""

@@ -37,7 +37,7 @@ from libs.match.servicer import RulesServicer
 from libs.match.store import MatchStore
 from libs.persistence import Database
 from libs.persistence.migrate import migrate
-from libs.persistence.ownership import HEARTBEAT_SECONDS, RETRY_SECONDS, ShardKeeper, ShardLock
+from libs.persistence.ownership import ShardKeeper, ShardLock, keeper_timing
 from libs.runtime import ConfigError, Service, ServiceConfig
 from libs.runtime.config import env_int
 from libs.runtime.timesource import ServiceTime
@@ -58,10 +58,7 @@ class RulesService(Service):
             # another pod already serves.
             raise ConfigError("RULES_SHARD is set but empty: give the shard number (the pod's ordinal)")
         self.shard = env_int(environ, "RULES_SHARD", 0)
-        self._heartbeat_s = (
-            env_int(environ, "SHARD_HEARTBEAT_MS", int(HEARTBEAT_SECONDS * 1000), minimum=10) / 1000
-        )
-        self._retry_s = env_int(environ, "SHARD_RETRY_MS", int(RETRY_SECONDS * 1000), minimum=10) / 1000
+        self._heartbeat_s, self._retry_s = keeper_timing(environ)
         self._clock_address = environ.get("CLOCK_ADDRESS", "").strip()
         self._fairness_address = environ.get("FAIRNESS_ADDRESS", "").strip()
         self._matchmaking_address = environ.get("MATCHMAKING_ADDRESS", "").strip()
@@ -154,7 +151,7 @@ class RulesService(Service):
         self._servicer.serve(runtime)
         await self.set_serving(True)
 
-    async def drain(self) -> None:
+    async def drain(self, grace_s: float | None = None) -> None:
         if self._servicer is not None:
             self._servicer.drain()  # Exchange streams end at once: the gateway moves its players' streams
         if self.runtime is not None:

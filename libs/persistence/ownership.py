@@ -26,7 +26,7 @@ import hashlib
 import os
 import socket
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from libs.persistence.database import Database
 from libs.persistence.group_commit import Fenced
 from libs.persistence.schema import shard_owners
+from libs.runtime.config import env_int
 from libs.runtime.log import get_logger
 from libs.runtime.timesource import ServiceTime
 
@@ -44,6 +45,16 @@ HEARTBEAT_SECONDS = 0.25
 """How often a kept shard renews its owner's ``alive_at_ms`` and checks that it still holds the lock."""
 RETRY_SECONDS = 1.0
 """How often a process that lost its shard tries to take it again."""
+
+
+def keeper_timing(environ: Mapping[str, str]) -> tuple[float, float]:
+    """The heartbeat and the retry interval of a :class:`ShardKeeper`, in seconds, from
+    ``SHARD_HEARTBEAT_MS`` and ``SHARD_RETRY_MS`` (every sharded service reads them the same way)."""
+    heartbeat_ms = env_int(environ, "SHARD_HEARTBEAT_MS", int(HEARTBEAT_SECONDS * 1000), minimum=10)
+    retry_ms = env_int(environ, "SHARD_RETRY_MS", int(RETRY_SECONDS * 1000), minimum=10)
+    return heartbeat_ms / 1000, retry_ms / 1000
+
+
 DATABASE_TIMEOUT_SECONDS = 5.0
 """A heartbeat, an acquisition or a release that takes longer than this has failed (a database that does
 not answer: the lock may be gone with the session, so the shard counts as lost)."""

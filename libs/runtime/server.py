@@ -113,17 +113,16 @@ class Service(abc.ABC):
     async def start(self, server: grpc.aio.Server) -> None:
         """Open resources (database, migrations) and add the servicers to ``server``."""
 
-    async def drain(self) -> None:  # noqa: B027 - optional hook, nothing to do by default
-        """Shutdown has begun: no new calls are accepted; finish or end streams."""
+    async def drain(self, grace_s: float | None = None) -> None:  # noqa: B027 - optional hook
+        """Shutdown has begun: no new calls are accepted; finish or end streams. ``grace_s``: the seconds
+        the calls in flight are given before grpc cancels them (``None``: none, they are cancelled at
+        once)."""
 
     async def close(self) -> None:  # noqa: B027 - optional hook, nothing to do by default
         """The server has stopped: release resources."""
 
     _health: health.aio.HealthServicer | None = None
     _serving: bool = True
-    shutdown_grace: float | None = None
-    """The seconds the shutdown under way gives the calls in flight before grpc cancels them (``None``:
-    none, they are cancelled at once); set by :meth:`RunningServer.stop` before :meth:`drain`."""
 
     async def set_serving(self, serving: bool) -> None:
         """Report SERVING or NOT_SERVING on the health service (for every name it serves), for a service
@@ -167,8 +166,7 @@ class RunningServer:
         self._stopped = True
         _log.info("service.draining", grace_seconds=grace)
         await self.health.enter_graceful_shutdown()
-        self.service.shutdown_grace = grace
-        await self.service.drain()
+        await self.service.drain(grace)
         await self.server.stop(grace)
         await self.service.close()
         if self._metrics_http is not None:

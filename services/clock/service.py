@@ -21,9 +21,8 @@ from skillclassics.clock.v1 import clock_pb2, clock_pb2_grpc
 
 from libs.persistence import Database
 from libs.persistence.migrate import migrate
-from libs.persistence.ownership import HEARTBEAT_SECONDS, RETRY_SECONDS, ShardKeeper, ShardLock
+from libs.persistence.ownership import ShardKeeper, ShardLock, keeper_timing
 from libs.runtime import ConfigError, Service, ServiceConfig
-from libs.runtime.config import env_int
 from libs.runtime.log import get_logger
 from services.clock.scheduler import Scheduler
 from services.clock.servicer import ClockServicer
@@ -43,10 +42,7 @@ class ClockService(Service):
         self.shard = environ.get("CLOCK_SHARD", "0")
         if not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", self.shard):
             raise ConfigError(f"CLOCK_SHARD must be 1-64 characters of A-Z a-z 0-9 . _ -, got {self.shard!r}")
-        self._heartbeat_s = (
-            env_int(environ, "SHARD_HEARTBEAT_MS", int(HEARTBEAT_SECONDS * 1000), minimum=10) / 1000
-        )
-        self._retry_s = env_int(environ, "SHARD_RETRY_MS", int(RETRY_SECONDS * 1000), minimum=10) / 1000
+        self._heartbeat_s, self._retry_s = keeper_timing(environ)
         self._db: Database | None = None
         self.store: TimerStore | None = None
         self._lock: ShardLock | None = None
@@ -107,7 +103,7 @@ class ClockService(Service):
         self.servicer.serve(store, scheduler)
         await self.set_serving(True)
 
-    async def drain(self) -> None:
+    async def drain(self, grace_s: float | None = None) -> None:
         if self.scheduler is not None:
             self.scheduler.close()  # watch streams end with UNAVAILABLE; watchers reconnect elsewhere
 

@@ -102,10 +102,6 @@ class PresenceTracker:
         self._shards: dict[str, _Shard] = {}
         self._closing = False
 
-    def configure(self, *, renew_ms: int, lease_ms: int) -> None:
-        """Set the renewal interval and the lease (``presence_settings``), before any stream opens."""
-        self.renew_ms, self.lease_ms = renew_ms, lease_ms
-
     def opened(self, match_id: str, seat: int) -> None:
         key = (match_id, seat)
         count = self._open.get(key, 0)

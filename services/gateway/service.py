@@ -117,16 +117,16 @@ class GatewayService(Service):
             TokenBuckets("calls", self._call_rate, self._call_burst),
             TokenBuckets("stream opens", self._stream_rate, self._stream_burst),
             admission=self._admission,
+            # Presence leases on the rules shards (services/gateway/presence.py, docs/match-runtime.md).
+            presence=(self._presence_renew_ms, self._presence_lease_ms),
         )
-        # Presence leases on the rules shards (services/gateway/presence.py, docs/match-runtime.md).
-        self.servicer.presence.configure(renew_ms=self._presence_renew_ms, lease_ms=self._presence_lease_ms)
         gateway_pb2_grpc.add_GatewayServiceServicer_to_server(self.servicer, server)
 
-    async def drain(self) -> None:
+    async def drain(self, grace_s: float | None = None) -> None:
         # Ends WatchMatch and Play streams at once, and cuts the unary calls still waiting for a backend
         # just before the grace ends (UNAVAILABLE, retry); close() then closes the shard links.
         if self.servicer is not None:
-            self.servicer.drain(self.shutdown_grace)
+            self.servicer.drain(grace_s)
 
     async def close(self) -> None:
         if self.servicer is not None:

@@ -40,7 +40,7 @@ from libs.runtime.interceptor import REQUEST_ID_METADATA
 from libs.runtime.log import current_request_id
 from libs.runtime.metrics import StreamCallMetrics
 from services.gateway.limits import Admission, Priority, TokenBuckets
-from services.gateway.presence import PresenceTracker
+from services.gateway.presence import DEFAULT_LEASE_MS, DEFAULT_RENEW_MS, PresenceTracker
 from services.gateway.shard_link import ShardLink, ShardLinks, refusal_error
 from services.gateway.tokens import Claims, TokenError, TokenVerifier
 
@@ -320,7 +320,10 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         streams: TokenBuckets,
         clock: Callable[[], float] = time.time,
         admission: Admission | None = None,
+        presence: tuple[int, int] = (DEFAULT_RENEW_MS, DEFAULT_LEASE_MS),
     ) -> None:
+        """``presence``: the renewal interval and the lease of the presence leases, in ms
+        (:func:`~services.gateway.presence.presence_settings`)."""
         self.admission = (
             admission if admission is not None else Admission(DEFAULT_MAX_CALLS, DEFAULT_MAX_STREAMS)
         )
@@ -329,7 +332,10 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         self._calls = calls
         self._streams = streams
         self._clock = clock
-        self.presence = PresenceTracker(backends.stub, backends.timeout_s)
+        renew_ms, lease_ms = presence
+        self.presence = PresenceTracker(
+            backends.stub, backends.timeout_s, renew_ms=renew_ms, lease_ms=lease_ms
+        )
         self._seats: collections.OrderedDict[str, tuple[str, ...]] = collections.OrderedDict()
         self._open_calls: set[Any] = set()
         self._plays: set[_PlayOutbox] = set()
@@ -837,11 +843,12 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         for outbox in list(self._plays):
             outbox.end(Unavailable(_SHUTTING_DOWN))
         if self._cut_timer is None and not self._cutting:
-            delay = 0.0 if grace_s is None else max(0.0, grace_s - min(SHUTDOWN_ANSWER_MARGIN_S, grace_s / 2))
+            delay = 0.0 if grace_s is None else grace_s - min(SHUTDOWN_ANSWER_MARGIN_S, grace_s / 2)
             self._cut_timer = asyncio.get_running_loop().call_later(delay, self._cut_unary_calls)
 
     def _cut_short(self) -> bool:
-        """Whether the unary calls in flight were cut short (the shutdown grace is nearly over)."""
+        """Whether the unary calls in flight were cut short (the shutdown grace is nearly over); a method,
+        so that it is read again after an await (a plain read there is narrowed away by mypy)."""
         return self._cutting
 
     def _cut_unary_calls(self) -> None:

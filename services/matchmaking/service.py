@@ -81,7 +81,7 @@ class MatchmakingService(Service):
             MatchmakingServicer(self.matchmaker), server
         )
 
-    async def drain(self) -> None:
+    async def drain(self, grace_s: float | None = None) -> None:
         if self.matchmaker is not None:
             self.matchmaker.hub.close()
 

@@ -11,7 +11,8 @@ from typing import Any
 
 from skillclassics.rules.v1 import rules_pb2
 
-from libs.match.model import MatchRecord, created, step
+from libs.match.actor import rebuild
+from libs.match.model import MatchRecord
 from libs.match.store import event_from_row
 from libs.ratings import DRAW, LOSS, WIN, PlayerRating, rate
 from tools.chaos.config import (
@@ -142,12 +143,7 @@ def _family(name: str) -> Any:
 
 def replay(family_name: str, rows: list[dict[str, Any]]) -> MatchRecord:
     """The match its log makes (raises when the log does not replay)."""
-    events = [event_from_row(row) for row in rows]
-    family = _family(family_name)
-    record = created(family, events[0])
-    for event in events[1:]:
-        record = step(family, record, event)
-    return record
+    return rebuild(_family(family_name), [event_from_row(row) for row in rows])
 
 
 def _termination_name(result: rules_pb2.Result) -> str:

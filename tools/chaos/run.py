@@ -13,7 +13,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import grpc
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
@@ -207,7 +206,7 @@ async def _gather(players: Players, controller: Controller, database_url: str, f
             try:
                 check = await session.check_fairness(match_id, wait_s=10.0)
                 proofs[(match_id, player)] = (check.ok, check.lines())
-            except (Exception, grpc.aio.AioRpcError) as error:
+            except Exception as error:  # a refusal (grpc.aio.AioRpcError) or a client failure
                 proofs[(match_id, player)] = (False, [f"the proof could not be checked: {error}"])
     return Evidence(
         acks=players.recorder.acks,
