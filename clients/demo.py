@@ -85,7 +85,7 @@ async def _probe(session: PlayerSession, fam: FamilyClient) -> None:
     except GatewayError as error:
         if error.code == grpc.StatusCode.UNAVAILABLE:
             raise Skip(f"its rules service is unavailable ({error})") from None
-        if error.code == grpc.StatusCode.NOT_FOUND and "configured" in error.details:
+        if error.reason == "FAMILY_NOT_SERVED":
             raise Skip(f"the gateway has no {fam.name} rules service ({error})") from None
         # NOT_FOUND for the probe's match id itself: the rules service answered.
 
@@ -132,7 +132,7 @@ async def demo_family(name: str, config: DemoConfig, tag: str, say: Say) -> Game
                 visibility=mm.VISIBILITY_PRIVATE,
             )
         except GatewayError as error:
-            if error.code == grpc.StatusCode.INVALID_ARGUMENT and "family" in error.details:
+            if error.reason == "UNKNOWN_FAMILY":
                 raise Skip(f"matchmaking does not offer it ({error})") from None
             raise
         labels = [f"{players[seat]} ({STRATEGIES[seat]}, {fam.seat_label(seat)})" for seat in (0, 1)]
@@ -194,7 +194,7 @@ async def demo(config: DemoConfig, say: Say = _print) -> int:
             say(f"demo: {error}")
             return 1
         except GatewayError as error:
-            if error.code == grpc.StatusCode.UNAVAILABLE and "cannot reach the gateway" in error.details:
+            if error.code == grpc.StatusCode.UNAVAILABLE and not error.reached:
                 say(f"demo: {error.details}")
                 return 1
             tell(f"failed: {error}")

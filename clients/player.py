@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 import secrets
 import time
 import uuid
@@ -58,7 +57,7 @@ from skillclassics.rules.v1 import rules_pb2
 from clients.fairness import FairnessBook, FairnessCheck, MatchFairness, check_proof
 from clients.families import UnknownFamily, family_of_match
 from libs.fairness import Proof
-from libs.runtime.errors import retry_after_ms, retry_in_ms
+from libs.runtime.errors import SERVICE_METADATA, Problem, Violation
 
 __all__ = [
     "DEFAULT_GATEWAY",
@@ -121,11 +120,14 @@ def development_token(player_id: str, env: Mapping[str, str], ttl_s: int = 24 * 
 
 
 class GatewayError(Exception):
-    """A call the gateway (or a service behind it) refused or could not answer: the code and reason.
+    """A call the gateway (or a service behind it) refused or could not answer.
 
+    Read from the refusal's details, never its words (docs/errors.md): ``reason`` is the catalogue's
+    reason (``"NOT_YOUR_TURN"``; ``"UNSPECIFIED"`` when the refusal came from gRPC itself, such as a
+    connection that broke), ``violations`` the invalid fields, ``metadata`` what the refusal concerns.
     ``reached``: whether the gateway answered (``False``: it could not be reached, or the connection to
     it broke). ``retry_after_s``: the wait the refusal asked for before a retry (``None``: it named
-    none). ``backend``: the service behind the gateway an ``UNAVAILABLE`` refusal names as down."""
+    none). ``backend``: the service behind the gateway that an ``UNAVAILABLE`` refusal says is down."""
 
     def __init__(
         self,
@@ -134,18 +136,50 @@ class GatewayError(Exception):
         *,
         retry_after_s: float | None = None,
         reached: bool = True,
+        reason: str = "UNSPECIFIED",
+        metadata: Mapping[str, str] | None = None,
+        violations: tuple[Violation, ...] = (),
     ) -> None:
         super().__init__(f"{code.name}: {details}")
         self.code = code
         self.details = details
         self.reached = reached
-        if retry_after_s is None and code in _WAITABLE:
-            # A refusal inside a stream has no metadata: its wait is in its words.
-            found = retry_in_ms(details)
-            retry_after_s = None if found is None else found / 1000
         self.retry_after_s = retry_after_s
-        named = _BACKEND.match(details) if code == grpc.StatusCode.UNAVAILABLE and reached else None
-        self.backend: str | None = named[1] if named else None
+        self.reason = reason
+        self.metadata: Mapping[str, str] = dict(metadata or {})
+        self.violations = violations
+        backend = self.metadata.get(SERVICE_METADATA)
+        self.backend: str | None = backend if code == grpc.StatusCode.UNAVAILABLE and reached else None
+
+    def explained(self) -> str:
+        """The refusal for a person: the code and reason, the message, each invalid field, the wait.
+        ``INVALID_ARGUMENT (INVALID_FIELDS): ...; family: is required``."""
+        reason = "" if self.reason == "UNSPECIFIED" else f" ({self.reason})"
+        parts = [f"{self.code.name}{reason}: {self.details}"]
+        parts += [f"{v.field}: {v.description}" for v in self.violations if v.description not in self.details]
+        if self.retry_after_s is not None:
+            parts.append(f"retry after {self.retry_after_s:g} s")
+        return "; ".join(parts)
+
+    @classmethod
+    def from_problem(cls, problem: Problem, *, reached: bool = True) -> GatewayError:
+        """The error a refusal's :class:`~libs.runtime.errors.Problem` describes."""
+        wait = problem.retry_after_ms
+        return cls(
+            problem.code,
+            problem.message or problem.code.name,
+            retry_after_s=None if wait is None else wait / 1000,
+            reached=reached,
+            reason=problem.reason,
+            metadata=problem.metadata,
+            violations=problem.violations,
+        )
+
+    @classmethod
+    def from_answer(cls, answer: gw.PlayAnswer) -> GatewayError:
+        """The error of an action a Play stream refused (its answer's code, message and details)."""
+        details = answer.details if answer.HasField("details") else None
+        return cls.from_problem(Problem.from_answer(answer.code, answer.message, details))
 
     @classmethod
     def from_rpc(cls, error: grpc.aio.AioRpcError, address: str = "") -> GatewayError:
@@ -168,17 +202,12 @@ class GatewayError(Exception):
                 details = f"lost the connection to the gateway{where} ({details})"
         elif code == grpc.StatusCode.DEADLINE_EXCEEDED:
             details = f"the gateway did not answer in time ({details})"
-        wait_ms = retry_after_ms(trailers.items())
-        retry_after_s = None if wait_ms is None else wait_ms / 1000
-        return cls(code, details, retry_after_s=retry_after_s, reached=reached)
+        problem = Problem.of(code, details, trailers.items())
+        return cls.from_problem(problem, reached=reached)
 
 
 REQUEST_ID_METADATA: Final = "x-request-id"
 """The trailing metadata every answer of the gateway (and of every service) carries."""
-_WAITABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED)
-_BACKEND = re.compile(r"([\w.-]+(?: shard \d+)?) (?:is unavailable|did not answer in time|is not configured)")
-"""How the gateway names the service behind it that is down: "matchmaking is unavailable: ...",
-"rules-chess shard 0 did not answer in time", "fairness is not configured (...)"."""
 _UNREACHABLE = (
     "failed to connect",
     "connection refused",
@@ -234,12 +263,6 @@ class RetryPolicy:
 
     def delay(self, attempt: int) -> float:
         return float(min(self.max_delay_s, self.first_delay_s * 2**attempt))
-
-
-def retry_wait_s(details: str, default_s: float = 0.2) -> float:
-    """The wait a ``RESOURCE_EXHAUSTED`` refusal asks for ("retry in N ms"), in seconds."""
-    found = retry_in_ms(details)
-    return default_s if found is None else found / 1000
 
 
 def _rate_limit_wait(error: grpc.aio.AioRpcError) -> float | None:
@@ -824,14 +847,6 @@ def _commitment_known(session: PlayerSession, match_id: str) -> bool:
     return record is not None and bool(record.commitment)
 
 
-_CODES: Final = {code.value[0]: code for code in grpc.StatusCode}
-"""gRPC status codes by number (a play answer's ``code``)."""
-
-
-def _answer_code(number: int) -> grpc.StatusCode:
-    return _CODES.get(number, grpc.StatusCode.UNKNOWN)
-
-
 @dataclass(slots=True)
 class _Unanswered:
     """An action sent on a play stream and not answered yet."""
@@ -1076,7 +1091,7 @@ class PlayStream:
         if answer.code == grpc.StatusCode.OK.value[0]:
             entry.answer.set_result(answer.sequence)
         else:
-            entry.answer.set_exception(GatewayError(_answer_code(answer.code), answer.message))
+            entry.answer.set_exception(GatewayError.from_answer(answer))
 
     async def _ask_again(self) -> None:
         """The actions still unanswered when the match ended (their answers did not come before the

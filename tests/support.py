@@ -24,6 +24,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from prometheus_client import REGISTRY
 
 from libs.runtime import RunningServer, Service, ServiceConfig, start_server
+from libs.runtime.errors import Problem
 from libs.runtime.identity import Identity
 from libs.runtime.pki import ensure_development_pki
 from libs.runtime.tls import TransportSecurity
@@ -290,3 +291,30 @@ async def stop_servers(servers: list[RunningServer]) -> None:
     """Stop ``servers`` in the reverse of their start order."""
     for server in reversed(servers):
         await server.stop(grace=0.5)
+
+
+async def refused(
+    call: object,
+    code: grpc.StatusCode,
+    text: str = "",
+    *,
+    why: str | None = None,
+    fields: tuple[str, ...] | None = None,
+) -> Problem:
+    """Await ``call`` and check that it was refused with ``code``, a message containing ``text``, and
+    (when given) the catalogue's reason ``why`` and BadRequest violations naming exactly ``fields``, as
+    the status details carry them (docs/errors.md). Every refusal carries a reason: an ``UNSPECIFIED``
+    one fails the check whatever ``why`` is."""
+    import pytest
+
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await call  # type: ignore[misc]
+    problem = Problem.from_rpc_error(caught.value)
+    assert problem.code == code, problem
+    assert text in problem.message, problem
+    assert problem.reason != "UNSPECIFIED", problem
+    if why is not None:
+        assert problem.reason == why, problem
+    if fields is not None:
+        assert tuple(v.field for v in problem.violations) == fields, problem
+    return problem

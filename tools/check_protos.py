@@ -1,6 +1,8 @@
 """Fail when the committed stubs in ``libs/protos/src`` differ from what the protos generate.
 
-CI runs this (``make check-protos``) so a proto change without ``make protos`` cannot land.
+CI runs this (``make check-protos``) so a proto change without ``make protos`` cannot land. It also fails
+when an annotated field's ``Rules:`` comment line differs from its validation rules
+(:mod:`tools.proto_rules`).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from tools import proto_rules
 from tools.gen_protos import DEFAULT_OUT, generate
 
 
@@ -35,7 +38,7 @@ def main() -> int:
             print(f"  skillclassics/{name}")
         return 1
     print("generated stubs match the protos")
-    return 0
+    return proto_rules.main([])  # and each annotated field's Rules comment line matches its rules
 
 
 if __name__ == "__main__":

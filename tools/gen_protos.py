@@ -1,12 +1,15 @@
 """Generate the Python and mypy stubs for every proto under ``protos/``.
 
 Writes the installable ``skillclassics-protos`` package in ``libs/protos/src`` (or into ``--out`` when
-checking for drift). One command, reproducible: the same protos always give the same files.
+checking for drift). One command, reproducible: the same protos always give the same files. First it
+brings each annotated field's ``Rules:`` comment line in step with its validation rules
+(:mod:`tools.proto_rules`), so the stubs' comments say them.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import shutil
 import sys
 from pathlib import Path
@@ -52,6 +55,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
     protos = generate(args.out)
+    # Each annotated field's comment ends with its validation rules in words (tools/proto_rules.py);
+    # the generated stubs carry the comments, so rewritten ones are generated again. Imported only
+    # now: it reads the rules with the stubs just generated.
+    importlib.invalidate_caches()
+    from tools import proto_rules
+
+    if proto_rules.write():
+        print("rewrote the Rules comment lines of protos/ (tools/proto_rules.py); generating again")
+        generate(args.out)
     print(f"generated stubs for {len(protos)} proto file(s) in {args.out}")
     return 0
 

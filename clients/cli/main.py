@@ -465,7 +465,7 @@ async def _run_tables(args: argparse.Namespace) -> int:
                     name, base_ms=base_ms, max_entry_fee_minor=args.max_fee, currency=args.currency
                 )
             except GatewayError as error:
-                if args.family or error.code != grpc.StatusCode.INVALID_ARGUMENT:
+                if args.family or error.reason != "UNKNOWN_FAMILY":
                     raise
                 # A family the clients know but this stack does not offer (yet): skipped.
     if not found:
@@ -883,7 +883,7 @@ class InteractiveGame:
         try:
             reply = await self.session.submit(self.match_id, action)
         except GatewayError as error:
-            self.screen.show(f"error: {error}")
+            self.screen.show(f"error: {error.explained()}")
         else:
             self._note(reply.update)
 
@@ -1183,7 +1183,7 @@ async def _run_async(args: argparse.Namespace) -> int:
         _print_error(args.command, str(exc))
         return EXIT_ERROR
     except GatewayError as exc:
-        _print_error(args.command, str(exc))
+        _print_error(args.command, exc.explained())
         return EXIT_FAILED
 
 

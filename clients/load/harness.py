@@ -69,7 +69,6 @@ from clients.player import (
     exhausted_wait_s,
     is_over,
     new_key,
-    retry_wait_s,
 )
 
 __all__ = [
@@ -85,14 +84,22 @@ __all__ = [
     "TokenMinter",
     "Transport",
     "arrival_time",
+    "error_label",
     "new_run_id",
     "parse_families",
-    "retry_wait_s",
 ]
 
 _T = TypeVar("_T")
 
 LATENCIES: Final = ("submit_action", "opponent_update", "match_setup")
+
+
+def error_label(error: GatewayError) -> str:
+    """How a refusal is counted: its code and the catalogue's reason ("RESOURCE_EXHAUSTED/RATE_LIMITED"),
+    or the code alone when there is no reason (the connection broke)."""
+    return error.code.name if error.reason == "UNSPECIFIED" else f"{error.code.name}/{error.reason}"
+
+
 """The latency histograms every family keeps (microseconds)."""
 
 Mode = Literal["closed", "open"]
@@ -591,7 +598,7 @@ class Engine:
             try:
                 return await make()
             except GatewayError as error:
-                self.metrics.error(operation, error.code.name)
+                self.metrics.error(operation, error_label(error))
                 if (
                     error.code == grpc.StatusCode.RESOURCE_EXHAUSTED
                     and limited < self.config.rate_limit_attempts
@@ -915,9 +922,9 @@ class Engine:
             try:
                 sequence = await send(action, key)
             except GatewayError as error:
-                if error.code == grpc.StatusCode.FAILED_PRECONDITION and match.over:
+                if error.reason == "MATCH_OVER" and match.over:
                     return None  # the harness resigned it meanwhile (the run or the pair stopped)
-                self.metrics.error("SubmitAction", error.code.name)
+                self.metrics.error("SubmitAction", error_label(error))
                 if (
                     error.code == grpc.StatusCode.RESOURCE_EXHAUSTED
                     and limited < self.config.rate_limit_attempts

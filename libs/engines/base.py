@@ -40,7 +40,16 @@ class MalformedActionError(RulesError):
 
 
 class IllegalActionError(RulesError):
-    """The action is well formed but this position forbids it (or it is not this seat's turn)."""
+    """The action is well formed but this position forbids it."""
+
+
+class NotYourTurnError(IllegalActionError):
+    """The action may be legal, but not from this seat now (it is the other seat's turn, or nobody's:
+    the match waits for a draw from the fairness stream)."""
+
+
+class GameOverError(IllegalActionError):
+    """The game is over: no action is legal any more."""
 
 
 class InvalidOptionsError(RulesError):

@@ -15,14 +15,21 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
-from libs.engines.base import IllegalActionError, MalformedActionError
+from libs.engines.base import GameOverError, IllegalActionError, MalformedActionError, NotYourTurnError
 from libs.match.chance import ChanceSource, ChanceUnavailable, NoChance
 from libs.match.deadlines import Deadlines
 from libs.match.family import Family
 from libs.match.model import Due, EventKind, MatchEvent, MatchRecord, created, outcome_to_json, step
 from libs.match.presence import DEFAULT_LEASE_MS, DIRECT, RECOVERED, SeatLeases
 from libs.match.store import MatchStore, result_row
-from libs.runtime.errors import AlreadyExists, FailedPrecondition, InvalidArgument, ResourceExhausted
+from libs.runtime.errors import (
+    AlreadyExists,
+    ErrorReason,
+    FailedPrecondition,
+    InvalidArgument,
+    ResourceExhausted,
+    invalid_field,
+)
 from libs.runtime.log import get_logger
 from libs.runtime.timesource import ServiceTime
 
@@ -136,7 +143,7 @@ class MatchActor:
     async def submit(self, seat: int, key: str, kind: EventKind, payload: dict[str, Any]) -> MatchRecord:
         """Apply an action (or a resignation) for ``seat``; returns the record right after it."""
         if not 0 <= seat < len(self.record.setup.players):
-            raise InvalidArgument(f"seat must be 0-{len(self.record.setup.players) - 1}, got {seat}")
+            raise invalid_field("seat", f"must be 0-{len(self.record.setup.players) - 1}, got {seat}")
         fingerprint = {"seat": seat, "kind": kind.value, **payload}
         return await self._exclusive(lambda: self._submit(seat, key, kind, payload, fingerprint))
 
@@ -148,7 +155,10 @@ class MatchActor:
             asked = {k: v for k, v in earlier.payload.items() if k != "description"}
             original = {"seat": earlier.seat, "kind": earlier.kind.value, **asked}
             if json.dumps(original, sort_keys=True) != json.dumps(fingerprint, sort_keys=True):
-                raise AlreadyExists(f"idempotency key {key!r} was used for a different action")
+                raise AlreadyExists(
+                    f"idempotency key {key!r} was used for a different action",
+                    reason=ErrorReason.ERROR_REASON_IDEMPOTENCY_KEY_REUSED,
+                )
             return self.record_at(earlier.sequence)
         now = self.now_ms()
         self._refuse_if_over()
@@ -160,9 +170,9 @@ class MatchActor:
         try:
             updated = step(self.family, self.record, event)
         except MalformedActionError as error:
-            raise InvalidArgument(str(error)) from None
+            raise InvalidArgument(str(error), reason=ErrorReason.ERROR_REASON_MALFORMED_ACTION) from None
         except IllegalActionError as error:
-            raise FailedPrecondition(str(error)) from None
+            raise FailedPrecondition(str(error), reason=_illegal_reason(error)) from None
         if kind is EventKind.ACTION:
             # The action in the family's notation (SAN in chess), kept in the log for the record.
             action = self.family.action_from_json(payload["action"])
@@ -175,7 +185,7 @@ class MatchActor:
         """Record that ``seat``'s connection opened or closed (``SetPresence``: a lease that never expires,
         taken or released); returns the sequence after it."""
         if not 0 <= seat < len(self.record.setup.players):
-            raise InvalidArgument(f"seat must be 0-{len(self.record.setup.players) - 1}, got {seat}")
+            raise invalid_field("seat", f"must be 0-{len(self.record.setup.players) - 1}, got {seat}")
         if not self.record.is_over:
             now = self.now_ms()
             if connected:
@@ -322,7 +332,10 @@ class MatchActor:
     def _refuse_if_over(self) -> None:
         outcome = self.record.outcome
         if outcome is not None:
-            raise FailedPrecondition(f"the match is over: {outcome.detail or outcome.termination.value}")
+            raise FailedPrecondition(
+                f"the match is over: {outcome.detail or outcome.termination.value}",
+                reason=ErrorReason.ERROR_REASON_MATCH_OVER,
+            )
 
     async def _commit(self, updated: MatchRecord) -> None:
         previous = self.record.status.value
@@ -495,7 +508,10 @@ class MatchActor:
                 raise MatchClosed
             current = self.record.sequence
             if from_sequence > current:
-                raise InvalidArgument(f"from_sequence {from_sequence} is ahead of the match (at {current})")
+                raise InvalidArgument(
+                    f"from_sequence {from_sequence} is ahead of the match (at {current})",
+                    reason=ErrorReason.ERROR_REASON_SEQUENCE_AHEAD,
+                )
             missed = list(self.events[:current])
             self._watchers.add(watcher)
         try:
@@ -511,7 +527,10 @@ class MatchActor:
                 item = await watcher.queue.get()
                 if item is None:
                     if watcher.overflowed:
-                        raise ResourceExhausted("watcher fell behind; reconnect from your last sequence")
+                        raise ResourceExhausted(
+                            "watcher fell behind; reconnect from your last sequence",
+                            reason=ErrorReason.ERROR_REASON_FELL_BEHIND,
+                        )
                     raise MatchClosed
                 if item.sequence > last:
                     last = item.sequence
@@ -544,3 +563,12 @@ def _log_failure(task: asyncio.Future[Any]) -> None:
     error = task.exception()
     if error is not None:
         _log.warning("match.presence_failed", error=f"{type(error).__name__}: {error}")
+
+
+def _illegal_reason(error: IllegalActionError) -> ErrorReason.ValueType:
+    """The catalogue's reason for an action the engine refused."""
+    if isinstance(error, NotYourTurnError):
+        return ErrorReason.ERROR_REASON_NOT_YOUR_TURN
+    if isinstance(error, GameOverError):
+        return ErrorReason.ERROR_REASON_MATCH_OVER
+    return ErrorReason.ERROR_REASON_ILLEGAL_ACTION

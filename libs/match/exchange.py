@@ -18,11 +18,16 @@ import structlog
 from skillclassics.rules.v1 import rules_pb2
 
 from libs.match.actor import MatchClosed
+from libs.runtime import validation
 from libs.runtime.errors import (
+    ErrorReason,
     InvalidArgument,
     ResourceExhausted,
+    ServiceError,
     Unavailable,
     code_number,
+    details_message,
+    error_for,
     internal_error_reason,
     status_code,
     translated,
@@ -51,12 +56,19 @@ def refusal(error: BaseException) -> rules_pb2.Refusal:
     answers it (:func:`~libs.runtime.errors.translated`)."""
     refused = translated(error)
     if refused is not None:
-        return rules_pb2.Refusal(code=code_number(refused.code), message=refused.reason)
+        return refusal_of(refused)
     if isinstance(error, MatchClosed):
-        return rules_pb2.Refusal(code=code_number(grpc.StatusCode.UNAVAILABLE), message=SHUTTING_DOWN)
+        return refusal_of(Unavailable(SHUTTING_DOWN, reason=ErrorReason.ERROR_REASON_SHUTTING_DOWN))
     _log.error("exchange.internal_error", exc_info=error)
     message = internal_error_reason(current_request_id())
-    return rules_pb2.Refusal(code=code_number(grpc.StatusCode.INTERNAL), message=message)
+    return refusal_of(error_for(grpc.StatusCode.INTERNAL, message, ErrorReason.ERROR_REASON_INTERNAL))
+
+
+def refusal_of(error: ServiceError) -> rules_pb2.Refusal:
+    """``error`` as a reply: its code, message and details."""
+    return rules_pb2.Refusal(
+        code=code_number(error.code), message=error.message, details=details_message(error)
+    )
 
 
 class ExchangeSession:
@@ -93,7 +105,7 @@ class ExchangeSession:
                 if not self._replies:
                     if self._draining is not None:
                         if not self._submits:
-                            raise Unavailable(self._draining)
+                            raise Unavailable(self._draining, reason=ErrorReason.ERROR_REASON_SHUTTING_DOWN)
                     elif reader.done():
                         reader.result()  # the caller's stream failed: end ours the same way
                         for task in self._watches.values():
@@ -106,7 +118,8 @@ class ExchangeSession:
                 await self._gather()
                 if len(self._replies) > self._max_buffered:
                     raise ResourceExhausted(
-                        f"more than {self._max_buffered} replies unread: the caller fell behind"
+                        f"more than {self._max_buffered} replies unread: the caller fell behind",
+                        reason=ErrorReason.ERROR_REASON_FELL_BEHIND,
                     )
                 batch, self._replies = self._replies, []
                 self.batches_out += 1
@@ -130,7 +143,7 @@ class ExchangeSession:
         watches, self._watches = self._watches, {}
         for call_id, task in watches.items():
             task.cancel()
-            self._refuse(call_id, Unavailable(reason))
+            self._refuse(call_id, Unavailable(reason, reason=ErrorReason.ERROR_REASON_SHUTTING_DOWN))
         self._wake.set()
 
     async def _gather(self) -> None:
@@ -157,18 +170,28 @@ class ExchangeSession:
             self._wake.set()  # however the caller's side ended, the writer looks at why
 
     def _start(self, call: rules_pb2.ExchangeCall) -> None:
+        try:
+            # Each call keeps its contract's rules, as its own RPC's request would (the interceptor
+            # leaves the calls to this, so that one bad call is refused alone, not the whole stream).
+            validation.check(call, "Exchange")
+        except InvalidArgument as error:
+            self._refuse(call.id, error)
+            return
         which = call.WhichOneof("call")
         if which == "unwatch":
             task = self._watches.pop(call.unwatch.watch_id, None)
             if task is not None:
                 task.cancel()
             return
-        if which is None:
-            self._refuse(call.id, InvalidArgument("an exchange call needs submit, watch or unwatch"))
-            return
         if which == "watch":
             if call.id in self._watches:
-                self._refuse(call.id, InvalidArgument(f"call id {call.id} is a watch in progress"))
+                self._refuse(
+                    call.id,
+                    InvalidArgument(
+                        f"call id {call.id} is a watch in progress",
+                        reason=ErrorReason.ERROR_REASON_INVALID_REQUEST,
+                    ),
+                )
                 return
             self._watches[call.id] = asyncio.create_task(
                 self._run_watch(call.id, call.watch, call.request_id)

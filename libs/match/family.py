@@ -7,6 +7,7 @@ these codecs and sends them as the family's own protobuf messages.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from skillclassics.rules.v1 import rules_pb2
@@ -17,6 +18,35 @@ if TYPE_CHECKING:
     from libs.match.model import MatchRecord
 
 JsonObject = Mapping[str, Any]
+
+MINUTE_MS = 60_000
+
+
+@dataclass(frozen=True, slots=True)
+class LobbyClocks:
+    """The clocks a family's lobby tables and quick-match queue offer: a main time from ``minutes`` plus
+    an increment from ``increment_seconds`` (each move in chess, each turn in gin), nothing else set.
+    The one declaration of them: matchmaking checks requests against it and the message lists it."""
+
+    family: str
+    minutes: tuple[int, ...]
+    increment_seconds: tuple[int, ...] = (0,)
+    per: str = "per player"
+    """What the main time is for, in the message ("per player", "per player for the match")."""
+
+    def problem(self, control: rules_pb2.TimeControl) -> str | None:
+        """Why ``control`` is not one of these clocks (``None``: it is)."""
+        plain = not (control.increment_within_ms or control.cap_ms or control.periods)
+        main = control.base_ms in {m * MINUTE_MS for m in self.minutes}
+        increment = control.increment_ms in {s * 1000 for s in self.increment_seconds}
+        if plain and main and increment:
+            return None
+        minutes = ", ".join(str(m) for m in self.minutes)
+        if self.increment_seconds == (0,):
+            extra = "with no increment"
+        else:
+            extra = "plus " + ", ".join(str(s) for s in self.increment_seconds) + " s per turn"
+        return f"{self.family} lobby clocks are {minutes} minutes {self.per} {extra}"
 
 
 class Family(Protocol):
@@ -38,6 +68,15 @@ class Family(Protocol):
 
     def options_from_proto(self, options: rules_pb2.MatchOptions) -> Any:
         """The engine options from the request (``InvalidOptionsError`` when unsupported)."""
+        ...
+
+    lobby_clocks: LobbyClocks
+    """The clocks its lobby tables and queue offer."""
+
+    def lobby_pool(self, options: Any) -> str:
+        """The options' part of a quick-match pool key, when the lobby offers these options (decoded by
+        :meth:`options_from_proto`); ``InvalidOptionsError`` saying what it offers otherwise. Direct
+        matches (``CreateMatch``) may use any options the engine supports; the lobby only these."""
         ...
 
     def options_to_json(self, options: Any) -> JsonObject: ...

@@ -21,7 +21,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from libs.runtime.errors import InvalidArgument
+from libs.runtime.errors import ErrorReason, InvalidArgument, invalid_field
 
 DEFAULT_PAGE_SIZE = 100
 """The page size of a request that gives none (``page_size`` 0)."""
@@ -36,8 +36,8 @@ _CHECK_CONTEXT = b"skillclassics.rules.v1.ListMatches page token\x00"
 
 def page_size(requested: int) -> int:
     """The number of matches a page holds for a request's ``page_size``."""
-    if requested < 0:
-        raise InvalidArgument(f"page_size must not be negative, got {requested}")
+    if requested < 0:  # (the contract's rules refuse it before a call gets here)
+        raise invalid_field("page_size", f"must not be negative, got {requested}")
     if requested == 0:
         return DEFAULT_PAGE_SIZE
     return min(requested, MAX_PAGE_SIZE)
@@ -74,18 +74,21 @@ def decode_token(token: str, scope: PageScope) -> str:
     if issued is None:
         raise InvalidArgument(
             "page_token is not a page token of ListMatches: pass back a next_page_token as it came, "
-            "or leave page_token empty for the first page"
+            "or leave page_token empty for the first page",
+            reason=ErrorReason.ERROR_REASON_INVALID_PAGE_TOKEN,
         )
     if (issued.family, issued.shard) != (scope.family, scope.shard):
         raise InvalidArgument(
             f"page_token was issued by {issued.family} shard {issued.shard}, not by this service "
-            f"({scope.family} shard {scope.shard})"
+            f"({scope.family} shard {scope.shard})",
+            reason=ErrorReason.ERROR_REASON_INVALID_PAGE_TOKEN,
         )
     if issued.statuses != scope.statuses:
         raise InvalidArgument(
             f"page_token was issued for {_filter(issued.statuses)}, but this request has "
             f"{_filter(scope.statuses)}: send the statuses of the request that returned it, or leave "
-            "page_token empty to start over"
+            "page_token empty to start over",
+            reason=ErrorReason.ERROR_REASON_INVALID_PAGE_TOKEN,
         )
     return issued.after
 

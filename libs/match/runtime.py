@@ -19,7 +19,15 @@ from libs.match.model import EventKind, MatchEvent, MatchSetup
 from libs.match.presence import DEFAULT_LEASE_MS, clamp_lease_ms
 from libs.match.reporting import ResultReporter
 from libs.match.store import MatchStore, MatchSummaryRow
-from libs.runtime.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound, Unavailable
+from libs.runtime.errors import (
+    AlreadyExists,
+    ErrorReason,
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    Unavailable,
+    invalid_field,
+)
 from libs.runtime.log import get_logger
 from libs.runtime.timesource import ServiceTime
 
@@ -110,14 +118,16 @@ class MatchRuntime:
         try:
             parsed = MatchId.parse(match_id)
         except MatchIdError as error:
-            raise InvalidArgument(str(error)) from None
+            raise invalid_field("match_id", str(error)) from None
         if parsed.family != self.family.name:
             raise InvalidArgument(
-                f"match {match_id} is a {parsed.family} match; this is the {self.family.name} service"
+                f"match {match_id} is a {parsed.family} match; this is the {self.family.name} service",
+                reason=ErrorReason.ERROR_REASON_WRONG_FAMILY,
             )
         if parsed.shard != self.shard:
             raise FailedPrecondition(
-                f"match {match_id} belongs to shard {parsed.shard}; this is shard {self.shard}"
+                f"match {match_id} belongs to shard {parsed.shard}; this is shard {self.shard}",
+                reason=ErrorReason.ERROR_REASON_WRONG_STATE,
             )
         return parsed
 
@@ -125,7 +135,8 @@ class MatchRuntime:
         if self._closed:
             raise Unavailable(
                 f"rules-{self.family.name} shard {self.shard} is not serving right now (restarting, or "
-                "taking its shard again after losing it); retry"
+                "taking its shard again after losing it); retry",
+                reason=ErrorReason.ERROR_REASON_SHARD_NOT_SERVING,
             )
 
     async def create(self, setup: MatchSetup, idempotency_key: str) -> MatchActor:
@@ -151,7 +162,9 @@ class MatchRuntime:
             if self._actors.get(setup.match_id) is actor:
                 del self._actors[setup.match_id]
             if isinstance(error, IntegrityError):
-                raise AlreadyExists(f"match {setup.match_id} exists already") from None
+                raise AlreadyExists(
+                    f"match {setup.match_id} exists already", reason=ErrorReason.ERROR_REASON_ALREADY_EXISTS
+                ) from None
             raise
         await actor.start()
         return actor
@@ -160,7 +173,7 @@ class MatchRuntime:
         self.check_id(match_id)
         actor = await self._find(match_id)
         if actor is None:
-            raise NotFound(f"no match {match_id}")
+            raise NotFound(f"no match {match_id}", reason=ErrorReason.ERROR_REASON_MATCH_NOT_FOUND)
         return actor
 
     async def _find(self, match_id: str) -> MatchActor | None:
@@ -264,7 +277,8 @@ def _check_retry(created: MatchEvent, setup: MatchSetup, idempotency_key: str) -
     match_id = setup.match_id
     if created.idempotency_key != idempotency_key:
         raise AlreadyExists(
-            f"match {match_id} exists already, created by another request (a different idempotency key)"
+            f"match {match_id} exists already, created by another request (a different idempotency key)",
+            reason=ErrorReason.ERROR_REASON_ALREADY_EXISTS,
         )
     original = _plain(MatchSetup.from_json(created.payload).to_json())
     asked = _plain(setup.to_json())
@@ -272,7 +286,8 @@ def _check_retry(created: MatchEvent, setup: MatchSetup, idempotency_key: str) -
     if differs:
         raise AlreadyExists(
             f"match {match_id} exists already with a different {', '.join(differs)}: a retry with the same "
-            "idempotency key must repeat the original request"
+            "idempotency key must repeat the original request",
+            reason=ErrorReason.ERROR_REASON_IDEMPOTENCY_KEY_REUSED,
         )
 
 

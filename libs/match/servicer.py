@@ -17,21 +17,24 @@ from libs.match.exchange import SHUTTING_DOWN, ExchangeSession
 from libs.match.model import (
     DEFAULT_DISCONNECT_FORFEIT_MS,
     DEFAULT_FIRST_MOVE_TIMEOUT_MS,
-    MAX_CLIENT_SEED_WINDOW_MS,
     EventKind,
     MatchRecord,
     MatchSetup,
 )
 from libs.match.paging import PageScope, decode_token, encode_token, page_size
-from libs.match.presence import MAX_INSTANCE
 from libs.match.results import result_proto
 from libs.match.runtime import MatchRuntime
-from libs.runtime.errors import FailedPrecondition, InvalidArgument, Unavailable
+from libs.runtime.errors import (
+    ErrorReason,
+    FailedPrecondition,
+    InvalidArgument,
+    Unavailable,
+    Violation,
+    invalid_field,
+)
 
-MAX_KEY = 128
 VIEW_CACHE_SIZE = 256
 """Views are asked for within moments of each other (the answer, then each watcher): a few hundred do."""
-MAX_PLAYER_ID = 128
 _STATUS = {
     "waiting": rules_pb2.MATCH_STATUS_WAITING,
     "live": rules_pb2.MATCH_STATUS_LIVE,
@@ -76,39 +79,47 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
     async def CreateMatch(
         self, request: rules_pb2.CreateMatchRequest, context: grpc.aio.ServicerContext
     ) -> rules_pb2.CreateMatchResponse:
+        # The contract's rules (the interceptor checked them) cover the fields one by one: the idempotency
+        # key, player ids, timeouts and the seed window. What they cannot say is checked here.
         self._runtime.check_id(request.match_id)
-        key = _key(request.idempotency_key)
+        key = request.idempotency_key
         seats = sorted(request.seats, key=lambda s: s.seat)
         if [s.seat for s in seats] != [0, 1]:
-            raise InvalidArgument("a match needs exactly seats 0 and 1")
+            raise invalid_field("seats", "must be exactly seats 0 and 1")
         players = tuple(s.player_id for s in seats)
-        if any(not p or len(p) > MAX_PLAYER_ID for p in players):
-            raise InvalidArgument(f"every seat needs a player_id of 1-{MAX_PLAYER_ID} characters")
         if players[0] == players[1]:
-            raise InvalidArgument("one player cannot take both seats")
+            raise InvalidArgument(
+                "one player cannot take both seats", reason=ErrorReason.ERROR_REASON_INVALID_REQUEST
+            )
+        which = request.options.WhichOneof("family")
+        if which not in (None, self._family.name):
+            raise InvalidArgument(
+                f"{which} options cannot configure a {self._family.name} match",
+                reason=ErrorReason.ERROR_REASON_WRONG_FAMILY,
+                violations=[Violation(f"options.{which}", f"is not {self._family.name}'s options")],
+            )
         try:
             options = self._family.options_from_proto(request.options)
         except InvalidOptionsError as error:
-            raise InvalidArgument(str(error)) from None
+            raise InvalidArgument(
+                str(error),
+                reason=ErrorReason.ERROR_REASON_OPTIONS_NOT_OFFERED,
+                violations=[Violation("options", str(error))],
+            ) from None
         control = _time_control(request.time_control)
         if self._family.uses_chance and not request.fairness_commitment:
-            raise InvalidArgument(
-                f"{self._family.name} matches draw from the fairness service: give the match's "
-                "fairness_commitment (fairness Commit)"
+            raise invalid_field(
+                "fairness_commitment",
+                f"is required: {self._family.name} matches draw from the fairness service (fairness Commit)",
             )
         fairness_version = 0
         if request.fairness_commitment:
             fairness_version = request.fairness_version or FAIRNESS_VERSION
             if fairness_version != FAIRNESS_VERSION:
-                raise InvalidArgument(
-                    f"fairness_version {fairness_version} is not the version this service draws with "
-                    f"({FAIRNESS_VERSION})"
+                raise invalid_field(
+                    "fairness_version",
+                    f"{fairness_version} is not the version this service draws with ({FAIRNESS_VERSION})",
                 )
-        for name in ("first_move_timeout_ms", "disconnect_forfeit_ms", "client_seed_window_ms"):
-            if getattr(request, name) < 0:
-                raise InvalidArgument(f"{name} must not be negative")
-        if request.client_seed_window_ms > MAX_CLIENT_SEED_WINDOW_MS:
-            raise InvalidArgument(f"client_seed_window_ms must be at most {MAX_CLIENT_SEED_WINDOW_MS}")
         setup = MatchSetup(
             match_id=request.match_id,
             family=self._family.name,
@@ -147,7 +158,7 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         context: grpc.aio.ServicerContext,
     ) -> AsyncIterator[rules_pb2.ExchangeResponse]:
         if self._restarting is not None:
-            raise Unavailable(self._restarting)
+            raise Unavailable(self._restarting, reason=ErrorReason.ERROR_REASON_SHARD_NOT_SERVING)
         session = ExchangeSession(self._submit_sequence, self._watch)
         self._sessions.add(session)
         try:
@@ -159,19 +170,23 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
     async def _submit(self, request: rules_pb2.SubmitActionRequest) -> MatchRecord:
         """Apply one action (SubmitAction's and Exchange's submit): the record it made, durable."""
         actor = await self._runtime.get(request.match_id)
-        key = _key(request.idempotency_key)
+        # The key and the action's kind are checked by the contract's rules (the interceptor, or the
+        # Exchange stream for each of its calls).
+        key = request.idempotency_key
         which = request.action.WhichOneof("kind")
-        if which is None:
-            raise InvalidArgument("action is empty: set resign or the family's action")
         if which == "resign":
             record = await actor.submit(request.seat, key, EventKind.RESIGN, {})
         else:
             if which != self._family.name:
-                raise InvalidArgument(f"a {which} action cannot be played in a {self._family.name} match")
+                raise InvalidArgument(
+                    f"a {which} action cannot be played in a {self._family.name} match",
+                    reason=ErrorReason.ERROR_REASON_WRONG_FAMILY,
+                    violations=[Violation(f"action.{which}", f"is not a {self._family.name} action")],
+                )
             try:
                 action = self._family.action_from_proto(request.action)
             except MalformedActionError as error:
-                raise InvalidArgument(str(error)) from None
+                raise InvalidArgument(str(error), reason=ErrorReason.ERROR_REASON_MALFORMED_ACTION) from None
             payload = {"action": dict(self._family.action_to_json(action))}
             record = await actor.submit(request.seat, key, EventKind.ACTION, payload)
         self._runtime.note_progress(actor)
@@ -185,10 +200,10 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         and Exchange's watch); ends after the final update. Refused once the service drains (a watch
         opened then would only be held until the end of the grace)."""
         if self._restarting is not None:
-            raise Unavailable(self._restarting)
+            raise Unavailable(self._restarting, reason=ErrorReason.ERROR_REASON_SHARD_NOT_SERVING)
         actor = await self._runtime.get(request.match_id)
         if self._restarting is not None:
-            raise Unavailable(self._restarting)
+            raise Unavailable(self._restarting, reason=ErrorReason.ERROR_REASON_SHARD_NOT_SERVING)
         viewer = _viewer(request, actor)
         first = True
         try:
@@ -201,7 +216,9 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
                     first = False
                 yield update
         except MatchClosed:
-            raise Unavailable(self._restarting or SHUTTING_DOWN) from None
+            raise Unavailable(
+                self._restarting or SHUTTING_DOWN, reason=ErrorReason.ERROR_REASON_SHUTTING_DOWN
+            ) from None
 
     async def GetMatch(
         self, request: rules_pb2.GetMatchRequest, context: grpc.aio.ServicerContext
@@ -228,8 +245,6 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         self, request: rules_pb2.RenewPresenceRequest, context: grpc.aio.ServicerContext
     ) -> rules_pb2.RenewPresenceResponse:
         # Presence leases (libs/match/presence.py): a gateway instance vouches for the seats it streams.
-        if not 0 < len(request.gateway_instance) <= MAX_INSTANCE:
-            raise InvalidArgument(f"gateway_instance must be 1-{MAX_INSTANCE} characters")
         granted, ignored = await self._runtime.renew_presence(
             request.gateway_instance,
             [(s.match_id, s.seat) for s in request.held],
@@ -243,9 +258,6 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
     async def ListMatches(
         self, request: rules_pb2.ListMatchesRequest, context: grpc.aio.ServicerContext
     ) -> rules_pb2.ListMatchesResponse:
-        unknown = [s for s in request.statuses if s not in _STATUS_NAMES]
-        if unknown:
-            raise InvalidArgument(f"unknown match status {unknown[0]} in statuses")
         wanted = sorted({_STATUS_NAMES[s] for s in request.statuses})
         size = page_size(request.page_size)
         scope = PageScope.of(self._family.name, self._runtime.shard, wanted)
@@ -276,7 +288,9 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         actor = await self._runtime.get(request.match_id)
         record = actor.record
         if record.outcome is None:
-            raise FailedPrecondition(f"match {record.match_id} is not over yet")
+            raise FailedPrecondition(
+                f"match {record.match_id} is not over yet", reason=ErrorReason.ERROR_REASON_MATCH_NOT_OVER
+            )
         setup = record.setup
         return rules_pb2.GetRecordResponse(
             match_id=record.match_id,
@@ -412,20 +426,11 @@ def _draw_proto(request: ChanceRequest, values: tuple[int, ...]) -> rules_pb2.Fa
     )
 
 
-def _key(key: str) -> str:
-    if not key or len(key) > MAX_KEY:
-        raise InvalidArgument(f"idempotency_key must be 1-{MAX_KEY} characters")
-    return key
-
-
 def _viewer(request: rules_pb2.WatchRequest | rules_pb2.GetMatchRequest, actor: MatchActor) -> int | None:
-    which = request.WhichOneof("viewer")
-    if which is None:
-        raise InvalidArgument("viewer must be a seat or spectator")
-    if which == "spectator":
+    if request.WhichOneof("viewer") == "spectator":  # one of the two is set: the contract's rules
         return None
     if request.seat >= len(actor.record.setup.players):
-        raise InvalidArgument(f"seat must be 0-{len(actor.record.setup.players) - 1}, got {request.seat}")
+        raise invalid_field("seat", f"must be 0-{len(actor.record.setup.players) - 1}, got {request.seat}")
     return request.seat
 
 
@@ -444,7 +449,9 @@ def _time_control(proto: rules_pb2.TimeControl) -> TimeControl:
             period_ms=proto.period_ms,
         )
     except InvalidTimeControlError as error:
-        raise InvalidArgument(f"time_control: {error}") from None
+        raise InvalidArgument(
+            f"time_control: {error}", reason=ErrorReason.ERROR_REASON_TIME_CONTROL_NOT_OFFERED
+        ) from None
 
 
 def _time_control_proto(control: TimeControl) -> rules_pb2.TimeControl:

@@ -34,7 +34,7 @@ from types import TracebackType
 
 from sqlalchemy import exc as sa_exc
 
-from libs.runtime.errors import Unavailable, translate_with
+from libs.runtime.errors import ErrorReason, Unavailable, translate_with
 
 DATABASE_RETRY_AFTER_MS = 1000
 """The wait a refusal for an unavailable database asks for: long enough that a client retrying at this
@@ -57,6 +57,11 @@ _POSTGRES_STATES = {
 class DatabaseUnavailable(Unavailable):
     """The database cannot be reached or cannot serve now; the caller may retry after
     :attr:`~libs.runtime.errors.ServiceError.retry_after_ms`."""
+
+    def __init__(self, message: str, *, retry_after_ms: int) -> None:
+        super().__init__(
+            message, reason=ErrorReason.ERROR_REASON_DATABASE_UNAVAILABLE, retry_after_ms=retry_after_ms
+        )
 
 
 def database_unavailable(error: BaseException) -> DatabaseUnavailable | None:

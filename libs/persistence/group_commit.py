@@ -47,7 +47,7 @@ from sqlalchemy import Connection, Engine, Table, insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from libs.persistence.database import Database, sqlite_writer_engine
-from libs.runtime.errors import Unavailable
+from libs.runtime.errors import ErrorReason, Unavailable
 from libs.runtime.metrics import GROUP_COMMIT_SECONDS, GROUP_COMMIT_UNITS
 
 T = TypeVar("T")
@@ -64,6 +64,9 @@ _TRANSACTION = GROUP_COMMIT_SECONDS.labels("transaction")
 class Fenced(Unavailable):
     """A write refused by the committer's fence: another process owns the data now (or the owner knows it
     lost it). Nothing of the batch committed; the caller retries, and reaches the owner."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, reason=ErrorReason.ERROR_REASON_SHARD_NOT_SERVING)
 
 
 class WriteFence(Protocol):
@@ -82,6 +85,9 @@ class CommitterClosed(Unavailable):
 
     An :class:`~libs.runtime.errors.Unavailable`: the runtime answers the call ``UNAVAILABLE`` with the
     reason, and the caller may retry."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, reason=ErrorReason.ERROR_REASON_SHUTTING_DOWN)
 
 
 @dataclass(slots=True)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from libs.match.ids import MatchId, MatchIdError
-from libs.runtime.errors import PermissionDenied, Unauthenticated, shown
+from libs.runtime.errors import ErrorReason, PermissionDenied, Unauthenticated, shown
 from libs.runtime.identity import OPERATOR, Identity
 from libs.runtime.metrics import RPC_REFUSED
 
@@ -179,23 +179,32 @@ class Authorizer:
         rule = self._policy.get(method)
         if rule is None:
             service, name = _refused(method, caller, "unlisted")
-            raise PermissionDenied(f"{name} of {service} is not open to any caller")
+            raise PermissionDenied(
+                f"{name} of {service} is not open to any caller",
+                reason=ErrorReason.ERROR_REASON_CALLER_NOT_ALLOWED,
+            )
         if ANYONE in rule:
             return
         if caller is None:
             _, name = _refused(method, caller, "no_certificate")
-            raise Unauthenticated(f"{name} needs a client certificate of a SkillClassics service")
+            raise Unauthenticated(
+                f"{name} needs a client certificate of a SkillClassics service",
+                reason=ErrorReason.ERROR_REASON_CERTIFICATE_REQUIRED,
+            )
         kind = RULES if caller.is_rules_shard else caller.service
         if kind not in rule:
             service, name = _refused(method, caller, "not_allowed")
             allowed = ", ".join(sorted(rule))
-            raise PermissionDenied(f"{caller} may not call {name} of {service} (only {allowed})")
+            raise PermissionDenied(
+                f"{caller} may not call {name} of {service} (only {allowed})",
+                reason=ErrorReason.ERROR_REASON_CALLER_NOT_ALLOWED,
+            )
         constraint = rule[kind]
         if constraint is not None:
             reason = constraint.refusal(caller, request)
             if reason is not None:
                 _refused(method, caller, "constraint")
-                raise PermissionDenied(reason)
+                raise PermissionDenied(reason, reason=ErrorReason.ERROR_REASON_CALLER_NOT_ALLOWED)
 
 
 def _refused(method: str, caller: Identity | None, reason: str) -> tuple[str, str]:

@@ -1,26 +1,34 @@
-"""Errors a service raises to refuse a request, each carrying its gRPC status code and a readable reason.
+"""Errors a service raises to refuse a request, each carrying its gRPC status code, a readable message and a
+reason from the catalogue (``skillclassics.errors.v1.ErrorReason``, docs/errors.md).
 
 The runtime's interceptor is the one place that turns them into gRPC statuses; any other exception is
 first offered to the translators registered with :func:`translate_with` (the persistence layer's turns
 an unreachable database into :class:`Unavailable`), and otherwise logged and returned as INTERNAL
 without leaking state.
 
-A refusal the caller may retry can carry retry guidance (``retry_after_ms``): the interceptor sends it as
-the ``retry-after-ms`` trailing metadata and as a ``google.rpc.RetryInfo`` detail of the status
-(:func:`retry_trailers`), and the reason says it in words ("retry in N ms"), which is also what a
-refusal inside a stream carries (docs/gateway.md, "Errors and retry guidance").
+Every refusal goes out with its machine-readable part in the trailing metadata
+``grpc-status-details-bin`` (:func:`status_trailers`): a ``google.rpc.Status`` whose details are an
+``ErrorInfo`` (the reason's name, the domain, the refusal's metadata), a ``RetryInfo`` when the refusal
+carries retry guidance (``retry_after_ms``, also sent as ``retry-after-ms``) and a ``BadRequest`` naming
+each invalid field. A refusal inside a stream carries the same as an ``ErrorDetails`` message
+(:func:`details_message`); :func:`error_from_status` and :func:`error_from_refusal` read either form back,
+so a gateway relays a backend's refusal whole and a client reads the details, not the words.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
-from typing import ClassVar
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
+from typing import Any, ClassVar
 
 import google.rpc.error_details_pb2 as error_details_pb2
 import google.rpc.status_pb2 as status_pb2
 import grpc
 from google.protobuf import any_pb2, duration_pb2
+from skillclassics.errors.v1 import errors_pb2
+from skillclassics.errors.v1.errors_pb2 import ErrorReason as ErrorReason
 
 MAX_REASON_CHARS = 500
 """The longest reason a refusal carries: a reason quotes the caller's input, which is bounded here, in
@@ -43,19 +51,86 @@ def shown(value: object, limit: int = MAX_SHOWN_CHARS) -> str:
     return truncated(repr(value), limit)
 
 
+ERROR_DOMAIN = "skillclassics.io"
+"""The ``ErrorInfo.domain`` of every SkillClassics refusal."""
+SERVICE_METADATA = "service"
+"""The ``ErrorInfo`` metadata key naming the service a refusal is about: the one behind a gateway that is
+down, slow or not configured ("matchmaking", "rules-chess shard 0")."""
+_REASON_PREFIX = "ERROR_REASON_"
+
+
+def reason_name(reason: ErrorReason.ValueType) -> str:
+    """A reason as ``ErrorInfo.reason`` names it: ``"NOT_YOUR_TURN"`` (the enum name without its prefix);
+    ``"UNSPECIFIED"`` for a number this version does not know."""
+    try:
+        return ErrorReason.Name(reason).removeprefix(_REASON_PREFIX)
+    except ValueError:
+        return "UNSPECIFIED"
+
+
+def reason_named(name: str) -> ErrorReason.ValueType:
+    """The reason ``ErrorInfo.reason`` names (``UNSPECIFIED`` for a name this version does not know)."""
+    try:
+        return ErrorReason.Value(_REASON_PREFIX + name)
+    except ValueError:
+        return ErrorReason.ERROR_REASON_UNSPECIFIED
+
+
+def _reason_codes() -> dict[int, grpc.StatusCode]:
+    codes = {}
+    for value in ErrorReason.DESCRIPTOR.values:
+        name = value.GetOptions().Extensions[errors_pb2.status_code]
+        if name:
+            codes[value.number] = grpc.StatusCode[name]
+    return codes
+
+
+_REASON_CODES = _reason_codes()
+
+
+def reason_code(reason: ErrorReason.ValueType) -> grpc.StatusCode | None:
+    """The status code that always comes with ``reason`` (its ``status_code`` option in the catalogue);
+    ``None`` for ``UNSPECIFIED``."""
+    return _REASON_CODES.get(int(reason))
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One invalid field of a request: its dotted path from the request message and what is wrong."""
+
+    field: str
+    description: str
+
+
 class ServiceError(Exception):
-    """A request the service refuses, with a reason a person can read (at most
-    :data:`MAX_REASON_CHARS` characters: longer reasons are cut)."""
+    """A request the service refuses: a reason from the catalogue, a message a person can read (at most
+    :data:`MAX_REASON_CHARS` characters: longer ones are cut), and optionally retry guidance, metadata
+    about what the refusal concerns and the invalid fields. The reason must be one that comes with the
+    class's status code (a programming error otherwise, raised as ``TypeError`` when the error is made)."""
 
     code: ClassVar[grpc.StatusCode] = grpc.StatusCode.UNKNOWN
 
-    def __init__(self, reason: str, *, retry_after_ms: int | None = None) -> None:
-        reason = truncated(reason)
-        super().__init__(reason)
+    def __init__(
+        self,
+        message: str,
+        *,
+        reason: ErrorReason.ValueType,
+        retry_after_ms: int | None = None,
+        metadata: Mapping[str, str] | None = None,
+        violations: Iterable[Violation] = (),
+    ) -> None:
+        message = truncated(message)
+        super().__init__(message)
+        expected = reason_code(reason)
+        if expected is not None and expected is not self.code:
+            raise TypeError(f"reason {reason_name(reason)} comes with {expected.name}, not {self.code.name}")
+        self.message = message
         self.reason = reason
         self.retry_after_ms = retry_after_ms
         """How long the caller should wait before trying again (``None``: no guidance), sent beside the
-        status as :func:`retry_trailers`."""
+        status as ``retry-after-ms`` and a ``RetryInfo`` detail."""
+        self.metadata = {key: truncated(value, MAX_SHOWN_CHARS) for key, value in (metadata or {}).items()}
+        self.violations = tuple(violations)
 
 
 class InvalidArgument(ServiceError):
@@ -104,6 +179,17 @@ class Unavailable(ServiceError):
     """A dependency is down or the service is draining; the caller may retry."""
 
     code = grpc.StatusCode.UNAVAILABLE
+
+
+def invalid_field(field: str, problem: str) -> InvalidArgument:
+    """The refusal of a request whose ``field`` (a dotted path) is invalid for a reason the contract's
+    declared rules cannot say (it depends on state or configuration): ``INVALID_FIELDS`` with the one
+    violation, and the message "<field> <problem>"."""
+    return InvalidArgument(
+        f"{field} {problem}",
+        reason=ErrorReason.ERROR_REASON_INVALID_FIELDS,
+        violations=[Violation(field, problem)],
+    )
 
 
 # -- status codes as numbers (a refusal carried inside a stream) --------------------------------------------
@@ -157,21 +243,165 @@ MAX_RETRY_AFTER_MS = 3_600_000
 """The longest wait guidance read from a peer is believed (an hour); longer is taken as this."""
 
 
+def status_trailers(error: ServiceError) -> tuple[tuple[str, str | bytes], ...]:
+    """The trailing metadata of a call ``error`` ends: the ``google.rpc.Status`` with its details
+    (``grpc-status-details-bin``, which gRPC's own libraries read: ``grpc_status.rpc_status.from_call``)
+    and, with retry guidance, ``retry-after-ms`` (easy to read from any client). The status's code and
+    message are those the call ends with, or readers reject it."""
+    status = status_pb2.Status(code=code_number(error.code), message=error.message)
+    for detail in _status_details(error):
+        packed = any_pb2.Any()
+        packed.Pack(detail)
+        status.details.append(packed)
+    trailers: tuple[tuple[str, str | bytes], ...] = ((STATUS_DETAILS_METADATA, status.SerializeToString()),)
+    if error.retry_after_ms is not None:
+        trailers = ((RETRY_AFTER_METADATA, str(error.retry_after_ms)), *trailers)
+    return trailers
+
+
+def _status_details(error: ServiceError) -> list[Any]:
+    details: list[Any] = [
+        error_details_pb2.ErrorInfo(
+            reason=reason_name(error.reason), domain=ERROR_DOMAIN, metadata=error.metadata
+        )
+    ]
+    if error.retry_after_ms is not None:
+        delay = duration_pb2.Duration(**_duration(error.retry_after_ms))
+        details.append(error_details_pb2.RetryInfo(retry_delay=delay))
+    if error.violations:
+        details.append(
+            error_details_pb2.BadRequest(
+                field_violations=[
+                    error_details_pb2.BadRequest.FieldViolation(field=v.field, description=v.description)
+                    for v in error.violations
+                ]
+            )
+        )
+    return details
+
+
 def retry_trailers(
-    code: grpc.StatusCode, reason: str, retry_after_ms: int
+    code: grpc.StatusCode, message: str, retry_after_ms: int
 ) -> tuple[tuple[str, str | bytes], ...]:
-    """The trailing metadata that tells a caller to retry after ``retry_after_ms``: ``retry-after-ms``
-    (easy to read from any client) and the status with a ``google.rpc.RetryInfo`` detail (the standard
-    form, which gRPC's own libraries read: ``grpc_status.rpc_status.from_call``). The status's code and
-    message must be those the call ends with, or readers reject it."""
-    info = error_details_pb2.RetryInfo(retry_delay=duration_pb2.Duration(**_duration(retry_after_ms)))
-    detail = any_pb2.Any()
-    detail.Pack(info)
-    status = status_pb2.Status(code=code_number(code), message=reason, details=[detail])
-    return (
-        (RETRY_AFTER_METADATA, str(retry_after_ms)),
-        (STATUS_DETAILS_METADATA, status.SerializeToString()),
+    """The trailing metadata that tells a caller to retry after ``retry_after_ms`` (a refusal with no
+    reason of its own: for tests and fakes standing in for a peer)."""
+    return status_trailers(error_for(code, message, retry_after_ms=retry_after_ms))
+
+
+def details_message(error: ServiceError) -> errors_pb2.ErrorDetails:
+    """``error``'s machine-readable part as a refusal inside a stream carries it."""
+    details = errors_pb2.ErrorDetails(
+        reason=error.reason,
+        metadata=error.metadata,
+        field_violations=[
+            errors_pb2.FieldViolation(field=v.field, description=v.description) for v in error.violations
+        ],
     )
+    if error.retry_after_ms is not None:
+        details.retry_after_ms = error.retry_after_ms
+    return details
+
+
+def error_from_refusal(code: int, message: str, details: errors_pb2.ErrorDetails | None) -> ServiceError:
+    """The refusal a stream carried (a status code number, a message and its :func:`details_message`)."""
+    if details is None:
+        return error_for(status_code(code), message)
+    return error_for(
+        status_code(code),
+        message,
+        details.reason,
+        retry_after_ms=min(max(details.retry_after_ms, 0), MAX_RETRY_AFTER_MS)
+        if details.HasField("retry_after_ms")
+        else None,
+        metadata=dict(details.metadata),
+        violations=[Violation(v.field, v.description) for v in details.field_violations],
+    )
+
+
+def error_from_status(
+    code: grpc.StatusCode, message: str, metadata: Iterable[tuple[str, str | bytes]] | None
+) -> ServiceError:
+    """The refusal a call ended with, read from its code, message and trailing ``metadata`` (the status
+    details a SkillClassics service sends; a peer that sent none gives a reason-less refusal). A gateway
+    relays a backend's refusal with this, whole."""
+    problem = Problem.of(code, message, metadata)
+    return error_for(
+        code,
+        message,
+        reason_named(problem.reason),
+        retry_after_ms=problem.retry_after_ms,
+        metadata=problem.metadata,
+        violations=problem.violations,
+    )
+
+
+@dataclass(frozen=True)
+class Problem:
+    """What a client reads of a refused call: the code, the message, and the status details (reason,
+    domain, metadata, retry guidance, invalid fields). Read it with :meth:`of` or :meth:`from_rpc_error`."""
+
+    code: grpc.StatusCode
+    message: str
+    reason: str = "UNSPECIFIED"
+    """The ``ErrorInfo`` reason, such as ``"NOT_YOUR_TURN"`` (``"UNSPECIFIED"`` when there was none)."""
+    domain: str = ""
+    metadata: Mapping[str, str] = dataclass_field(default_factory=dict)
+    retry_after_ms: int | None = None
+    violations: tuple[Violation, ...] = ()
+
+    @classmethod
+    def of(
+        cls, code: grpc.StatusCode, message: str, metadata: Iterable[tuple[str, str | bytes]] | None
+    ) -> Problem:
+        """The problem a call's code, message and trailing metadata describe."""
+        found: dict[str, Any] = {}
+        for key, value in metadata or ():
+            if key == STATUS_DETAILS_METADATA and isinstance(value, bytes):
+                found = _parse_details(value)
+                break
+        wait = retry_after_ms(metadata)
+        return cls(code=code, message=message, retry_after_ms=wait, **found)
+
+    @classmethod
+    def from_rpc_error(cls, error: grpc.RpcError) -> Problem:
+        """The problem of a failed call as grpc raised it."""
+        code = error.code() if hasattr(error, "code") else grpc.StatusCode.UNKNOWN
+        message = error.details() if hasattr(error, "details") else str(error)
+        trailers = error.trailing_metadata() if hasattr(error, "trailing_metadata") else None
+        return cls.of(code, message or "", trailers)
+
+    @classmethod
+    def from_answer(cls, code: int, message: str, details: errors_pb2.ErrorDetails | None) -> Problem:
+        """The problem of a refusal inside a stream (a PlayAnswer's or Refusal's code, message, details)."""
+        error = error_from_refusal(code, message, details)
+        return cls(
+            code=error.code,
+            message=error.message,
+            reason=reason_name(error.reason),
+            domain=ERROR_DOMAIN if details is not None else "",
+            metadata=error.metadata,
+            retry_after_ms=error.retry_after_ms,
+            violations=error.violations,
+        )
+
+
+def _parse_details(serialized: bytes) -> dict[str, Any]:
+    status = status_pb2.Status()
+    try:
+        status.ParseFromString(serialized)
+    except Exception:  # a malformed status from a peer: no details
+        return {}
+    found: dict[str, Any] = {}
+    for detail in status.details:
+        info = error_details_pb2.ErrorInfo()
+        bad = error_details_pb2.BadRequest()
+        if detail.Unpack(info):
+            found.update(
+                reason=info.reason or "UNSPECIFIED", domain=info.domain, metadata=dict(info.metadata)
+            )
+        elif detail.Unpack(bad):
+            found["violations"] = tuple(Violation(v.field, v.description) for v in bad.field_violations)
+    return found
 
 
 def _duration(milliseconds: int) -> dict[str, int]:
@@ -233,16 +463,32 @@ def translated(error: BaseException) -> ServiceError | None:
     return None
 
 
-def error_for(code: grpc.StatusCode, reason: str) -> ServiceError:
+def error_for(
+    code: grpc.StatusCode,
+    message: str,
+    reason: ErrorReason.ValueType = ErrorReason.ERROR_REASON_UNSPECIFIED,
+    *,
+    retry_after_ms: int | None = None,
+    metadata: Mapping[str, str] | None = None,
+    violations: Iterable[Violation] = (),
+) -> ServiceError:
     """The :class:`ServiceError` that refuses with ``code`` (``UNKNOWN`` for ``OK``, which refuses
-    nothing: a refusal saying OK is malformed and must not pass as a success). A refusal inside a stream
-    has no metadata: an ``UNAVAILABLE`` one gives its retry guidance in its reason ("retry in N ms"),
-    which is kept as the error's ``retry_after_ms``, so a gateway relaying it as a call's status sends
-    the guidance in metadata too."""
+    nothing: a refusal saying OK is malformed and must not pass as a success). A reason that does not
+    come with ``code`` (a peer's mistake) is dropped rather than believed. Without explicit retry guidance,
+    an ``UNAVAILABLE`` message that asks for a wait in words ("retry in N ms") gives it."""
     if code is grpc.StatusCode.OK:
         code = grpc.StatusCode.UNKNOWN
-    wait = retry_in_ms(reason) if code is grpc.StatusCode.UNAVAILABLE else None
-    return _ERRORS[code](reason or code.name, retry_after_ms=wait)
+    if reason_code(reason) is not code:
+        reason = ErrorReason.ERROR_REASON_UNSPECIFIED
+    if retry_after_ms is None and code is grpc.StatusCode.UNAVAILABLE:
+        retry_after_ms = retry_in_ms(message)
+    return _ERRORS[code](
+        message or code.name,
+        reason=reason,
+        retry_after_ms=retry_after_ms,
+        metadata=metadata,
+        violations=violations,
+    )
 
 
 _RETRY_IN = re.compile(r"retry in (\d{1,9}) ms")

@@ -11,9 +11,10 @@ with retry guidance, and logged as a warning without its traceback (an outage wo
 log with tracebacks of one cause). Any other exception is logged with its traceback and answered with
 INTERNAL and the request id, never with the exception's text (which could leak state).
 
-A refusal with retry guidance (``retry_after_ms``) ends the call with it in the trailing metadata:
-``retry-after-ms`` and a ``google.rpc.RetryInfo`` status detail (:func:`~libs.runtime.errors.retry_trailers`),
-beside the request id.
+Every refusal ends the call with its details in the trailing metadata, beside the request id: the
+``google.rpc.Status`` with an ``ErrorInfo`` (the catalogue's reason), a ``RetryInfo`` when there is retry
+guidance (also as ``retry-after-ms``) and a ``BadRequest`` for invalid fields
+(:func:`~libs.runtime.errors.status_trailers`).
 """
 
 from __future__ import annotations
@@ -27,12 +28,15 @@ from typing import Any
 import grpc
 import structlog
 
+from libs.runtime import validation
 from libs.runtime.authz import Authorizer
 from libs.runtime.errors import (
+    ErrorReason,
     InvalidArgument,
     ServiceError,
+    error_for,
     internal_error_reason,
-    retry_trailers,
+    status_trailers,
     translated,
     truncated,
 )
@@ -76,33 +80,35 @@ class _Call:
         log("rpc.finished", code=self.status.name, duration_ms=round(elapsed * 1000, 3))
 
     async def fail(self, context: grpc.aio.ServicerContext, error: BaseException) -> None:
-        """Answer ``error`` with the right status (raises grpc's AbortError, as ``context.abort`` does)."""
+        """Answer ``error`` with the right status and its details (raises grpc's AbortError, as
+        ``context.abort`` does)."""
         if not isinstance(error, ServiceError):
             refusal = translated(error)
             if refusal is not None:
                 _log.warning(
                     "rpc.refused_for_dependency",
                     code=refusal.code.name,
-                    reason=refusal.reason,
+                    reason=refusal.message,
                     error=truncated(f"{type(error).__name__}: {error}", 300),
                 )
                 error = refusal
-        if isinstance(error, ServiceError):
-            self.status = error.code
-            if error.retry_after_ms is not None:
-                trailers = retry_trailers(error.code, error.reason, error.retry_after_ms)
-                await context.abort(
-                    error.code, error.reason, ((REQUEST_ID_METADATA, self.request_id), *trailers)
+        if not isinstance(error, ServiceError):
+            if isinstance(error, NotImplementedError):  # a generated base class's method nobody overrode
+                error = error_for(
+                    grpc.StatusCode.UNIMPLEMENTED,
+                    f"{self.method} is not implemented by {self.service}",
+                    ErrorReason.ERROR_REASON_NOT_IMPLEMENTED,
                 )
-            await context.abort(error.code, error.reason)
-        if isinstance(error, NotImplementedError):  # a generated base class's method nobody overrode
-            self.status = grpc.StatusCode.UNIMPLEMENTED
-            await context.abort(
-                grpc.StatusCode.UNIMPLEMENTED, f"{self.method} is not implemented by {self.service}"
-            )
-        self.status = grpc.StatusCode.INTERNAL
-        _log.error("rpc.internal_error", exc_info=error)
-        await context.abort(grpc.StatusCode.INTERNAL, internal_error_reason(self.request_id))
+            else:
+                _log.error("rpc.internal_error", exc_info=error)
+                error = error_for(
+                    grpc.StatusCode.INTERNAL,
+                    internal_error_reason(self.request_id),
+                    ErrorReason.ERROR_REASON_INTERNAL,
+                )
+        self.status = error.code
+        trailers = ((REQUEST_ID_METADATA, self.request_id), *status_trailers(error))
+        await context.abort(error.code, error.message, trailers)
 
     def aborted(self, context: grpc.aio.ServicerContext) -> None:
         """The handler called ``context.abort`` itself: record the code it chose."""
@@ -142,7 +148,8 @@ def _lenient(deserialize: Callable[[bytes], Any] | None) -> Callable[[bytes], An
 
 
 class _Gate:
-    """What every call of one method passes before its handler: authorisation and a parsable request."""
+    """What every call of one method passes before its handler: authorisation and a parsable request that
+    keeps its contract's rules (:mod:`libs.runtime.validation`)."""
 
     __slots__ = ("authorizer", "method", "service", "short", "trust_domain")
 
@@ -158,12 +165,15 @@ class _Gate:
             raise self.undecodable(request)
         if self.authorizer is not None:
             self.authorizer.check(self.method, peer_identity(context, self.trust_domain), request)
+        if request is not None:  # (None: a client stream, whose messages are checked as they come)
+            validation.check(request, self.short)  # the contract's rules (docs/validation.md)
 
     def undecodable(self, request: Undecodable) -> InvalidArgument:
         RPC_UNDECODABLE.labels(self.service, self.short).inc()
         return InvalidArgument(
             f"the request to {self.short} could not be parsed ({request.size} bytes that are not a "
-            "message of its type)"
+            "message of its type)",
+            reason=ErrorReason.ERROR_REASON_UNDECODABLE_REQUEST,
         )
 
     async def requests(self, requests: AsyncIterator[Any]) -> AsyncIterator[Any]:
@@ -171,6 +181,7 @@ class _Gate:
         async for message in requests:
             if isinstance(message, Undecodable):
                 raise self.undecodable(message)
+            validation.check(message, self.short)
             yield message
 
 

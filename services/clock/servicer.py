@@ -10,7 +10,6 @@ only if the write committed: no stored timer that never fires, no forgotten time
 from __future__ import annotations
 
 import asyncio
-import re
 import zlib
 from collections.abc import AsyncIterator, Callable, Coroutine
 from functools import partial
@@ -19,26 +18,22 @@ from typing import Any, TypeVar
 import grpc
 from skillclassics.clock.v1 import clock_pb2, clock_pb2_grpc
 
-from libs.runtime.errors import FailedPrecondition, InvalidArgument, ResourceExhausted, Unavailable
+from libs.runtime.errors import (
+    ErrorReason,
+    FailedPrecondition,
+    ResourceExhausted,
+    Unavailable,
+    invalid_field,
+)
 from services.clock.scheduler import Expiry, Scheduler, SchedulerClosed, TimerEntry, WatcherOverflow
 from services.clock.store import TimerStore
 
-MAX_PAYLOAD_BYTES = 4096
 MAX_AHEAD_MS = 7 * 24 * 3600 * 1000
 """A deadline may be at most a week ahead."""
 MAX_BEHIND_MS = 60_000
 """A deadline up to a minute in the past is accepted (it fires at once); further back is a mistake."""
-_NAME = re.compile(r"[A-Za-z0-9._:/-]{1,128}")
 _LOCK_STRIPES = 256
 T = TypeVar("T")
-
-
-def _name(field: str, value: str) -> str:
-    if not _NAME.fullmatch(value):
-        raise InvalidArgument(
-            f"{field} must be 1-128 characters of A-Z a-z 0-9 . _ : / -, got {value[:40]!r}"
-        )
-    return value
 
 
 class ClockServicer(clock_pb2_grpc.ClockServiceServicer):
@@ -94,19 +89,17 @@ class ClockServicer(clock_pb2_grpc.ClockServiceServicer):
     async def Arm(
         self, request: clock_pb2.ArmRequest, context: grpc.aio.ServicerContext
     ) -> clock_pb2.ArmResponse:
-        owner, timer_id = _name("owner", request.owner), _name("timer_id", request.timer_id)
-        if len(request.payload) > MAX_PAYLOAD_BYTES:
-            raise InvalidArgument(
-                f"payload must be at most {MAX_PAYLOAD_BYTES} bytes, got {len(request.payload)}"
-            )
+        owner, timer_id = request.owner, request.timer_id
+        # The names' pattern and the payload's size are the contract's rules (the interceptor's).
         now_ms = self._scheduler.clock.now_ms()
         if request.deadline_ms < now_ms - MAX_BEHIND_MS:
-            raise InvalidArgument(
-                f"deadline_ms {request.deadline_ms} is {now_ms - request.deadline_ms} ms in the past "
-                f"(at most {MAX_BEHIND_MS} ms allowed)"
+            raise invalid_field(
+                "deadline_ms",
+                f"{request.deadline_ms} is {now_ms - request.deadline_ms} ms in the past "
+                f"(at most {MAX_BEHIND_MS} ms allowed)",
             )
         if request.deadline_ms > now_ms + MAX_AHEAD_MS:
-            raise InvalidArgument(f"deadline_ms {request.deadline_ms} is more than 7 days ahead")
+            raise invalid_field("deadline_ms", f"{request.deadline_ms} is more than 7 days ahead")
 
         async def change() -> tuple[TimerEntry, bool]:
             replaced = self._scheduler.get(owner, timer_id) is not None
@@ -122,7 +115,7 @@ class ClockServicer(clock_pb2_grpc.ClockServiceServicer):
     async def Cancel(
         self, request: clock_pb2.CancelRequest, context: grpc.aio.ServicerContext
     ) -> clock_pb2.CancelResponse:
-        owner, timer_id = _name("owner", request.owner), _name("timer_id", request.timer_id)
+        owner, timer_id = request.owner, request.timer_id
 
         async def change() -> bool:
             cancelled = await self._store.remove(owner, timer_id)
@@ -134,14 +127,17 @@ class ClockServicer(clock_pb2_grpc.ClockServiceServicer):
     async def Ack(
         self, request: clock_pb2.AckRequest, context: grpc.aio.ServicerContext
     ) -> clock_pb2.AckResponse:
-        owner, timer_id = _name("owner", request.owner), _name("timer_id", request.timer_id)
+        owner, timer_id = request.owner, request.timer_id
 
         async def change() -> bool:
             entry = self._scheduler.get(owner, timer_id)
             if entry is None or entry.arm_id != request.arm_id:
                 return False
             if entry.fired_at_ms is None:
-                raise FailedPrecondition(f"timer {timer_id} of {owner} has not expired yet")
+                raise FailedPrecondition(
+                    f"timer {timer_id} of {owner} has not expired yet",
+                    reason=ErrorReason.ERROR_REASON_WRONG_STATE,
+                )
             await self._store.remove(owner, timer_id, request.arm_id)
             self._scheduler.remove(owner, timer_id, request.arm_id)
             return True
@@ -151,16 +147,19 @@ class ClockServicer(clock_pb2_grpc.ClockServiceServicer):
     async def WatchExpirations(
         self, request: clock_pb2.WatchExpirationsRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[clock_pb2.WatchExpirationsResponse]:
-        owner = _name("owner", request.owner)
+        owner = request.owner
         try:
             async for expiry in self._scheduler.watch(owner):
                 yield clock_pb2.WatchExpirationsResponse(expiration=_expiration(expiry))
         except WatcherOverflow:
             raise ResourceExhausted(
-                "watcher fell too far behind; reconnect to receive what is pending"
+                "watcher fell too far behind; reconnect to receive what is pending",
+                reason=ErrorReason.ERROR_REASON_FELL_BEHIND,
             ) from None
         except SchedulerClosed:
-            raise Unavailable("clock service is shutting down; reconnect") from None
+            raise Unavailable(
+                "clock service is shutting down; reconnect", reason=ErrorReason.ERROR_REASON_SHUTTING_DOWN
+            ) from None
 
     async def Now(
         self, request: clock_pb2.NowRequest, context: grpc.aio.ServicerContext

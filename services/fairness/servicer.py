@@ -11,10 +11,9 @@ from skillclassics.fairness.v1 import fairness_pb2, fairness_pb2_grpc
 from libs.fairness import derivation
 from libs.fairness.derivation import DrawKind, DrawSpec, FairnessError
 from libs.fairness.proof import ClientSeed, DrawRecord, Proof
-from libs.runtime.errors import InvalidArgument
+from libs.runtime.errors import ErrorReason, InvalidArgument
 from services.fairness.store import FairnessStore, IssuedDraw, Revelation
 
-MAX_IDEMPOTENCY_KEY = 128
 P = ParamSpec("P")
 T = TypeVar("T")
 
@@ -42,10 +41,7 @@ class FairnessServicer(fairness_pb2_grpc.FairnessServiceServicer):
         self, request: fairness_pb2.CommitRequest, context: grpc.aio.ServicerContext
     ) -> fairness_pb2.CommitResponse:
         match_id = _match_id(request.match_id)
-        key = request.idempotency_key
-        if not key or len(key) > MAX_IDEMPOTENCY_KEY:
-            raise InvalidArgument(f"idempotency_key must be 1-{MAX_IDEMPOTENCY_KEY} characters")
-        made = await self._store.commit(match_id, key)
+        made = await self._store.commit(match_id, request.idempotency_key)  # 1-128: the contract's rule
         return fairness_pb2.CommitResponse(
             match_id=made.match_id, commitment=made.commitment, committed_at_ms=made.committed_at_ms
         )
@@ -63,9 +59,7 @@ class FairnessServicer(fairness_pb2_grpc.FairnessServiceServicer):
     ) -> fairness_pb2.DrawResponse:
         match_id = _match_id(request.match_id)
         stream = _checked(derivation.validate_stream_name, request.stream)
-        kind = _KIND_FROM_PROTO.get(request.kind)
-        if kind is None:
-            raise InvalidArgument(f"kind must be one of DICE, INTEGER, COIN, SHUFFLE; got {request.kind}")
+        kind = _KIND_FROM_PROTO[request.kind]  # a defined kind, not UNSPECIFIED: the contract's rule
         count = 1 if kind is DrawKind.SHUFFLE and request.count == 0 else request.count
         spec = _checked(DrawSpec, kind, count, request.bound)
         index = request.index if request.HasField("index") else None
@@ -116,7 +110,7 @@ def _checked(build: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
     try:
         return build(*args, **kwargs)
     except FairnessError as error:
-        raise InvalidArgument(str(error)) from None
+        raise InvalidArgument(str(error), reason=ErrorReason.ERROR_REASON_INVALID_REQUEST) from None
 
 
 def _proof(revealed: Revelation) -> Proof:

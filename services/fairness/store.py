@@ -25,7 +25,13 @@ from libs.fairness.derivation import DrawKind, DrawSpec
 from libs.persistence import Database
 from libs.persistence.group_commit import GroupCommitter
 from libs.persistence.schema import fairness_client_seeds, fairness_commitments, fairness_draws
-from libs.runtime.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
+from libs.runtime.errors import (
+    AlreadyExists,
+    ErrorReason,
+    FailedPrecondition,
+    NotFound,
+    invalid_field,
+)
 from services.fairness.seed_vault import SeedVault
 
 STATE_OPEN = "open"
@@ -127,12 +133,15 @@ class FairnessStore:
         made = await self.committer.run_sync(work)
         if made["idempotency_key"] == idempotency_key:
             return _commitment(made)
-        raise AlreadyExists(f"match {match_id} already has a commitment ({made['commitment']})")
+        raise AlreadyExists(
+            f"match {match_id} already has a commitment ({made['commitment']})",
+            reason=ErrorReason.ERROR_REASON_ALREADY_EXISTS,
+        )
 
     async def add_client_seed(self, match_id: str, seat: int, seed: bytes) -> dict[int, bytes]:
         """Add ``seat``'s client seed before the first draw; the same seed again changes nothing."""
         if seat >= MAX_SEATS:
-            raise InvalidArgument(f"seat must be below {MAX_SEATS}, got {seat}")
+            raise invalid_field("seat", f"must be below {MAX_SEATS}, got {seat}")
 
         def work(conn: Connection) -> dict[int, bytes]:
             row = _get(conn, match_id, lock=True)
@@ -140,13 +149,20 @@ class FairnessStore:
             if seeds.get(seat) == seed:
                 return seeds
             if row["state"] == STATE_FINISHED:
-                raise FailedPrecondition(f"match {match_id} is finished; no more client seeds")
+                raise FailedPrecondition(
+                    f"match {match_id} is finished; no more client seeds",
+                    reason=ErrorReason.ERROR_REASON_MATCH_OVER,
+                )
             if row["state"] == STATE_DRAWING:
                 raise FailedPrecondition(
-                    f"match {match_id} has drawn already; client seeds must come before the first draw"
+                    f"match {match_id} has drawn already; client seeds must come before the first draw",
+                    reason=ErrorReason.ERROR_REASON_DRAWS_STARTED,
                 )
             if seat in seeds:
-                raise AlreadyExists(f"seat {seat} of match {match_id} has added its client seed already")
+                raise AlreadyExists(
+                    f"seat {seat} of match {match_id} has added its client seed already",
+                    reason=ErrorReason.ERROR_REASON_ALREADY_EXISTS,
+                )
             conn.execute(
                 insert(fairness_client_seeds).values(
                     match_id=match_id, seat=seat, seed=seed, added_at_ms=self._now_ms()
@@ -184,15 +200,19 @@ class FairnessStore:
                 if recorded.spec != spec:
                     raise FailedPrecondition(
                         f"draw {index} of stream {stream} was issued as {_describe(recorded.spec)}, "
-                        f"not {_describe(spec)}"
+                        f"not {_describe(spec)}",
+                        reason=ErrorReason.ERROR_REASON_WRONG_STATE,
                     )
                 return recorded, False, None
             if row["state"] == STATE_FINISHED:
-                raise FailedPrecondition(f"match {match_id} is finished; no more draws")
+                raise FailedPrecondition(
+                    f"match {match_id} is finished; no more draws", reason=ErrorReason.ERROR_REASON_MATCH_OVER
+                )
             if index is not None and index > next_index:
                 raise FailedPrecondition(
                     f"draw {index} of stream {stream} cannot be issued before draw {next_index}: a "
-                    f"stream's draws are issued in order with no gaps, and its next index is {next_index}"
+                    f"stream's draws are issued in order with no gaps, and its next index is {next_index}",
+                    reason=ErrorReason.ERROR_REASON_WRONG_STATE,
                 )
             key = self._keys.get(match_id)
             if key is None:
@@ -259,7 +279,8 @@ class FairnessStore:
             if row["state"] != STATE_FINISHED:
                 raise FailedPrecondition(
                     f"match {match_id} is not finished (state: {row['state']}); the seed is revealed "
-                    "only after the match is finished"
+                    "only after the match is finished",
+                    reason=ErrorReason.ERROR_REASON_MATCH_NOT_OVER,
                 )
             result = conn.execute(select(fairness_draws).where(fairness_draws.c.match_id == match_id))
             # Sorted here, not by the database: the proof orders streams by code point, whatever the
@@ -316,7 +337,9 @@ def _get(conn: Connection, match_id: str, *, lock: bool = False) -> dict[str, An
         query = query.with_for_update()
     found = conn.execute(query).first()
     if found is None:
-        raise NotFound(f"match {match_id} has no commitment")
+        raise NotFound(
+            f"match {match_id} has no commitment", reason=ErrorReason.ERROR_REASON_NO_FAIRNESS_STREAM
+        )
     return dict(found._mapping)
 
 

@@ -20,7 +20,7 @@ from typing import NoReturn
 
 from prometheus_client import Counter, Gauge
 
-from libs.runtime.errors import ResourceExhausted
+from libs.runtime.errors import ErrorReason, ResourceExhausted
 
 PRUNE_EVERY = 4096
 """A sweep for full buckets runs after this many new buckets."""
@@ -65,6 +65,7 @@ class TokenBuckets:
                 f"too many {self.what}: at most {self.rate:g}/s (bursts of {self.burst}); "
                 f"retry in {wait_ms} ms",
                 retry_after_ms=wait_ms,
+                reason=ErrorReason.ERROR_REASON_RATE_LIMITED,
             )
         bucket.tokens -= 1.0
 
@@ -178,4 +179,4 @@ def _refuse(kind: str, used: int, capacity: int, priority: Priority) -> NoReturn
             f"the gateway is near capacity ({used} of {capacity} {kind}): matches in progress come "
             f"first, new work is refused for now; retry in {wait_ms} ms"
         )
-    raise ResourceExhausted(reason, retry_after_ms=wait_ms)
+    raise ResourceExhausted(reason, retry_after_ms=wait_ms, reason=ErrorReason.ERROR_REASON_OVERLOADED)

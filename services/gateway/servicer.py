@@ -25,7 +25,10 @@ from skillclassics.rules.v1 import rules_pb2, rules_pb2_grpc
 
 from libs.match.ids import MatchId, MatchIdError
 from libs.match.routing import RulesChannels, address_variable
+from libs.runtime import validation
 from libs.runtime.errors import (
+    SERVICE_METADATA,
+    ErrorReason,
     InvalidArgument,
     NotFound,
     PermissionDenied,
@@ -34,6 +37,9 @@ from libs.runtime.errors import (
     Unauthenticated,
     Unavailable,
     code_number,
+    details_message,
+    error_from_status,
+    invalid_field,
     retry_after_ms,
 )
 from libs.runtime.interceptor import REQUEST_ID_METADATA
@@ -42,7 +48,7 @@ from libs.runtime.metrics import StreamCallMetrics
 from services.gateway.limits import Admission, Priority, TokenBuckets
 from services.gateway.presence import DEFAULT_LEASE_MS, DEFAULT_RENEW_MS, PresenceTracker
 from services.gateway.shard_link import ShardLink, ShardLinks, refusal_error
-from services.gateway.tokens import Claims, TokenError, TokenVerifier
+from services.gateway.tokens import Claims, TokenError, TokenExpiredError, TokenVerifier
 
 SEAT_CACHE_SIZE = 10_000
 _PLAY_ACTIONS = StreamCallMetrics("skillclassics.gateway.v1.GatewayService", "Play", "action")
@@ -84,14 +90,18 @@ class Backends:
         try:
             parsed = MatchId.parse(match_id)
         except MatchIdError as error:
-            raise InvalidArgument(str(error)) from None
+            raise invalid_field("match_id", str(error)) from None
         addresses = self.shards.get(parsed.family)
         if not addresses:
             raise NotFound(
-                f"no {parsed.family} rules service is configured here ({address_variable(parsed.family)})"
+                f"no {parsed.family} rules service is configured here ({address_variable(parsed.family)})",
+                reason=ErrorReason.ERROR_REASON_FAMILY_NOT_SERVED,
             )
         if parsed.shard >= len(addresses):
-            raise NotFound(f"no match {match_id}: {parsed.family} has shards 0-{len(addresses) - 1}")
+            raise NotFound(
+                f"no match {match_id}: {parsed.family} has shards 0-{len(addresses) - 1}",
+                reason=ErrorReason.ERROR_REASON_MATCH_NOT_FOUND,
+            )
         return f"rules-{parsed.family} shard {parsed.shard}", addresses[parsed.shard], parsed.family
 
     def stub(self, match_id: str) -> rules_pb2_grpc.RulesServiceStub:
@@ -99,12 +109,20 @@ class Backends:
 
     def lobby(self) -> matchmaking_pb2_grpc.MatchmakingServiceStub:
         if self.matchmaking is None:
-            raise Unavailable("matchmaking is not configured (MATCHMAKING_ADDRESS)")
+            raise Unavailable(
+                "matchmaking is not configured (MATCHMAKING_ADDRESS)",
+                reason=ErrorReason.ERROR_REASON_NOT_CONFIGURED,
+                metadata={SERVICE_METADATA: "matchmaking"},
+            )
         return self.matchmaking
 
     def proofs(self) -> fairness_pb2_grpc.FairnessServiceStub:
         if self.fairness is None:
-            raise Unavailable("fairness is not configured (FAIRNESS_ADDRESS)")
+            raise Unavailable(
+                "fairness is not configured (FAIRNESS_ADDRESS)",
+                reason=ErrorReason.ERROR_REASON_NOT_CONFIGURED,
+                metadata={SERVICE_METADATA: "fairness"},
+            )
         return self.fairness
 
 
@@ -118,21 +136,32 @@ async def _refuse(backend: str, error: grpc.aio.AioRpcError, context: grpc.aio.S
     backend down, slow, or cutting the call short)."""
     code = error.code()
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
-        raise Unavailable(f"{backend} did not answer in time") from None
+        raise Unavailable(
+            f"{backend} did not answer in time",
+            reason=ErrorReason.ERROR_REASON_BACKEND_UNAVAILABLE,
+            metadata={SERVICE_METADATA: backend},
+        ) from None
     if code == grpc.StatusCode.CANCELLED:
         # Not the caller's cancellation (that cancels this handler's task, not the backend's answer): the
         # backend cut the call short, as a server shutting down does to the calls it had received but
         # not begun (grpc/grpc#41785). Passed on, CANCELLED would not be retried; the call is safe to
         # repeat (idempotency keys, or a read).
         raise Unavailable(
-            f"{backend} is unavailable: it cut the call short ({error.details()}); retry"
+            f"{backend} is unavailable: it cut the call short ({error.details()}); retry",
+            reason=ErrorReason.ERROR_REASON_BACKEND_UNAVAILABLE,
+            metadata={SERVICE_METADATA: backend},
         ) from None
     if code == grpc.StatusCode.UNAVAILABLE:
         # The backend's retry guidance (its database is down: "retry in N ms") goes on to the caller.
         wait = retry_after_ms(error.trailing_metadata())
-        raise Unavailable(f"{backend} is unavailable: {error.details()}", retry_after_ms=wait) from None
-    await context.abort(code, error.details() or code.name)
-    raise AssertionError("context.abort returned")  # pragma: no cover
+        raise Unavailable(
+            f"{backend} is unavailable: {error.details()}",
+            retry_after_ms=wait,
+            reason=ErrorReason.ERROR_REASON_BACKEND_UNAVAILABLE,
+            metadata={SERVICE_METADATA: backend},
+        ) from None
+    # Any other refusal goes on whole: its code, message and details (reason, metadata, fields, retry).
+    raise error_from_status(code, error.details() or code.name, error.trailing_metadata())
 
 
 _SHUTTING_DOWN = "the gateway is shutting down; reconnect from your last sequence"
@@ -144,7 +173,6 @@ SHUTDOWN_ANSWER_MARGIN_S = 0.5
 backend, so that each ends with its own ``UNAVAILABLE`` (:data:`_SHUTTING_DOWN_RETRY`, the request id)
 rather than with grpc cancelling every call when the grace ends (at most half the grace)."""
 _EXPIRED = "your token expired: sign in again and reconnect from your last sequence"
-MAX_CLIENT_SEED_BYTES = 64
 """The fairness specification's limit on a client seed (docs/fairness.md, section 3)."""
 DEFAULT_MAX_CALLS = 2048
 """Unary calls in flight one gateway process serves at once (``GATEWAY_MAX_CALLS``)."""
@@ -244,7 +272,7 @@ class _PlayOutbox:
         if self._ended.is_set():
             return
         if len(self._messages) >= self._limit:
-            self.end(ResourceExhausted(_FELL_BEHIND))
+            self.end(ResourceExhausted(_FELL_BEHIND, reason=ErrorReason.ERROR_REASON_FELL_BEHIND))
             return
         self._messages.append(message)
         self._more.set()
@@ -352,17 +380,29 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         """The caller's verified token (``UNAUTHENTICATED`` with the reason for anything else)."""
         headers = [value for key, value in context.invocation_metadata() or () if key == "authorization"]
         if len(headers) > 1:
-            raise Unauthenticated("send one authorization header, not several")
+            raise Unauthenticated(
+                "send one authorization header, not several", reason=ErrorReason.ERROR_REASON_TOKEN_MISSING
+            )
         header = headers[0] if headers else None
         if not isinstance(header, str) or not header:
-            raise Unauthenticated("no token: send the metadata 'authorization: Bearer <token>'")
+            raise Unauthenticated(
+                "no token: send the metadata 'authorization: Bearer <token>'",
+                reason=ErrorReason.ERROR_REASON_TOKEN_MISSING,
+            )
         scheme, _, token = header.strip().partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
-            raise Unauthenticated("the authorization metadata must be 'Bearer <token>'")
+            raise Unauthenticated(
+                "the authorization metadata must be 'Bearer <token>'",
+                reason=ErrorReason.ERROR_REASON_TOKEN_MISSING,
+            )
         try:
             return self._tokens.verify(token.strip(), int(self._clock()))
         except TokenError as error:
-            raise Unauthenticated(str(error)) from None
+            expired = isinstance(error, TokenExpiredError)
+            reason = (
+                ErrorReason.ERROR_REASON_TOKEN_EXPIRED if expired else ErrorReason.ERROR_REASON_TOKEN_INVALID
+            )
+            raise Unauthenticated(str(error), reason=reason) from None
 
     def _player(self, context: grpc.aio.ServicerContext) -> str:
         """The signed-in caller, who has a call left in their allowance."""
@@ -382,7 +422,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         """``method``'s answer to ``request``; its refusal is the caller's (:func:`_refuse`). A call the
         gateway cuts short because it is shutting down (:meth:`drain`) is ``UNAVAILABLE``, retry."""
         if self._cutting:
-            raise Unavailable(_SHUTTING_DOWN_RETRY)
+            raise Unavailable(_SHUTTING_DOWN_RETRY, reason=ErrorReason.ERROR_REASON_SHUTTING_DOWN)
         call: Any = method(request, timeout=self._backends.timeout_s, metadata=_metadata())
         self._unary_calls.add(call)
         try:
@@ -390,14 +430,18 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
             return answer
         except grpc.aio.AioRpcError as error:
             if self._cut_short() and error.code() == grpc.StatusCode.CANCELLED:
-                raise Unavailable(_SHUTTING_DOWN_RETRY) from None
+                raise Unavailable(
+                    _SHUTTING_DOWN_RETRY, reason=ErrorReason.ERROR_REASON_SHUTTING_DOWN
+                ) from None
             await _refuse(backend, error, context)
         except asyncio.CancelledError:
             # The backend call was cancelled by drain() (this task itself was not cancelled): tell the
             # caller, who may retry, instead of letting the cancellation end the call CANCELLED.
             task = asyncio.current_task()
             if self._cut_short() and task is not None and task.cancelling() == 0:
-                raise Unavailable(_SHUTTING_DOWN_RETRY) from None
+                raise Unavailable(
+                    _SHUTTING_DOWN_RETRY, reason=ErrorReason.ERROR_REASON_SHUTTING_DOWN
+                ) from None
             raise
         finally:
             self._unary_calls.discard(call)
@@ -552,7 +596,9 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         backend, stub = self._backends.route(request.match_id)
         seat = await self._seat(request.match_id, player, context)
         if seat is None:
-            raise PermissionDenied(f"you are not seated in match {request.match_id}")
+            raise PermissionDenied(
+                f"you are not seated in match {request.match_id}", reason=ErrorReason.ERROR_REASON_NOT_SEATED
+            )
         forwarded = rules_pb2.SubmitActionRequest(
             match_id=request.match_id,
             seat=seat,
@@ -574,7 +620,8 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
             forwarded.spectator = True
         elif seat is None:
             raise PermissionDenied(
-                f"you are not seated in match {request.match_id}; ask with spectator set for the public view"
+                f"you are not seated in match {request.match_id}; ask with spectator set for the public view",
+                reason=ErrorReason.ERROR_REASON_NOT_SEATED,
             )
         else:
             forwarded.seat = seat
@@ -626,11 +673,12 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         self, request: pb.AddClientSeedRequest, context: grpc.aio.ServicerContext
     ) -> pb.AddClientSeedResponse:
         player = self._player(context)
-        if not 1 <= len(request.client_seed) <= MAX_CLIENT_SEED_BYTES:
-            raise InvalidArgument(f"client_seed must be 1-{MAX_CLIENT_SEED_BYTES} bytes")
+        # The seed's length (1-64 bytes) is the contract's rule.
         seat = await self._seat(request.match_id, player, context)
         if seat is None:
-            raise PermissionDenied(f"you are not seated in match {request.match_id}")
+            raise PermissionDenied(
+                f"you are not seated in match {request.match_id}", reason=ErrorReason.ERROR_REASON_NOT_SEATED
+            )
         reply = await self._unary(
             "fairness",
             self._backends.proofs().AddClientSeed,
@@ -657,7 +705,8 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
             seat = await self._seat(request.match_id, player, context)
             if seat is None:
                 raise PermissionDenied(
-                    f"you are not seated in match {request.match_id}; watch with spectator set instead"
+                    f"you are not seated in match {request.match_id}; watch with spectator set instead",
+                    reason=ErrorReason.ERROR_REASON_NOT_SEATED,
                 )
             forwarded.seat = seat
         call = stub.Watch(forwarded, metadata=_metadata())
@@ -688,14 +737,16 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         expiry = loop.call_later(max(0.0, expires_at - self._clock()), expire)
         try:
             if self._draining:
-                raise Unavailable("the gateway is shutting down; reconnect")
+                raise Unavailable(
+                    "the gateway is shutting down; reconnect", reason=ErrorReason.ERROR_REASON_SHUTTING_DOWN
+                )
             async for message in call:
                 yield message
         except grpc.aio.AioRpcError as error:
             if expired:
-                raise Unauthenticated(_EXPIRED) from None
+                raise Unauthenticated(_EXPIRED, reason=ErrorReason.ERROR_REASON_TOKEN_EXPIRED) from None
             if self._draining:
-                raise Unavailable(_SHUTTING_DOWN) from None
+                raise Unavailable(_SHUTTING_DOWN, reason=ErrorReason.ERROR_REASON_SHUTTING_DOWN) from None
             await _refuse(backend, error, context)
         except asyncio.CancelledError:
             # drain() or the token's expiry cancelled the backend call (this task itself was not
@@ -703,9 +754,9 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
             task = asyncio.current_task()
             if task is not None and task.cancelling() == 0:
                 if expired:
-                    raise Unauthenticated(_EXPIRED) from None
+                    raise Unauthenticated(_EXPIRED, reason=ErrorReason.ERROR_REASON_TOKEN_EXPIRED) from None
                 if self._draining:
-                    raise Unavailable(_SHUTTING_DOWN) from None
+                    raise Unavailable(_SHUTTING_DOWN, reason=ErrorReason.ERROR_REASON_SHUTTING_DOWN) from None
             raise
         finally:
             expiry.cancel()
@@ -736,7 +787,8 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
             first = pb.PlayRequest()
         if first.WhichOneof("kind") != "open":
             raise InvalidArgument(
-                "the first message of a Play stream must be open (the match id and your last sequence)"
+                "the first message of a Play stream must be open (the match id and your last sequence)",
+                reason=ErrorReason.ERROR_REASON_INVALID_REQUEST,
             )
         match_id = first.open.match_id
         link = self._backends.link(match_id)
@@ -744,10 +796,11 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         if seat is None:
             raise PermissionDenied(
                 f"you are not seated in match {match_id}: Play is for seated players; "
-                "spectators use WatchMatch"
+                "spectators use WatchMatch",
+                reason=ErrorReason.ERROR_REASON_NOT_SEATED,
             )
         if self._draining:
-            raise Unavailable(_SHUTTING_DOWN)
+            raise Unavailable(_SHUTTING_DOWN, reason=ErrorReason.ERROR_REASON_SHUTTING_DOWN)
         # The response headers go out now, on their own. Otherwise they would go with the first write
         # (``opened``), and grpc counts them as sent only once that write has completed: a stream ended
         # meanwhile (the shard link failing at once, as it does while a shard is down) would then try to
@@ -764,7 +817,9 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         self._plays.add(outbox)
         loop = asyncio.get_running_loop()
         expiry = loop.call_later(
-            max(0.0, claims.expires_at - self._clock()), outbox.end, Unauthenticated(_EXPIRED)
+            max(0.0, claims.expires_at - self._clock()),
+            outbox.end,
+            Unauthenticated(_EXPIRED, reason=ErrorReason.ERROR_REASON_TOKEN_EXPIRED),
         )
         writer = loop.create_task(outbox.write(context.write))
         reader = loop.create_task(self._play_actions(requests, player, link, match_id, seat, outbox))
@@ -800,13 +855,24 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         async for message in requests:
             if message.WhichOneof("kind") != "action":
                 outbox.end(
-                    InvalidArgument("a Play stream is opened once: every later message must be an action")
+                    InvalidArgument(
+                        "a Play stream is opened once: every later message must be an action",
+                        reason=ErrorReason.ERROR_REASON_INVALID_REQUEST,
+                    )
                 )
                 return
             key = message.action.idempotency_key
             try:
                 self._calls.take(player)
             except ResourceExhausted as error:
+                outbox.put(_answer(key, error))
+                _PLAY_ACTIONS.observe(0.0, error.code.name)
+                continue
+            try:
+                # An action keeps the contract's rules (the key, the action's kind); a bad one is refused
+                # in its answer, and the stream goes on.
+                validation.check(message.action, "Play")
+            except InvalidArgument as error:
                 outbox.put(_answer(key, error))
                 _PLAY_ACTIONS.observe(0.0, error.code.name)
                 continue
@@ -841,7 +907,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         for call in list(self._open_calls):
             call.cancel()
         for outbox in list(self._plays):
-            outbox.end(Unavailable(_SHUTTING_DOWN))
+            outbox.end(Unavailable(_SHUTTING_DOWN, reason=ErrorReason.ERROR_REASON_SHUTTING_DOWN))
         if self._cut_timer is None and not self._cutting:
             delay = 0.0 if grace_s is None else grace_s - min(SHUTDOWN_ANSWER_MARGIN_S, grace_s / 2)
             self._cut_timer = asyncio.get_running_loop().call_later(delay, self._cut_unary_calls)
@@ -888,5 +954,10 @@ async def _read_first(requests: AsyncIterator[pb.PlayRequest]) -> None:
 def _answer(key: str, error: ServiceError) -> pb.PlayResponse:
     """A refused action's answer: the refusal's code and reason; the stream goes on."""
     return pb.PlayResponse(
-        answer=pb.PlayAnswer(idempotency_key=key, code=code_number(error.code), message=error.reason)
+        answer=pb.PlayAnswer(
+            idempotency_key=key,
+            code=code_number(error.code),
+            message=error.message,
+            details=details_message(error),
+        )
     )

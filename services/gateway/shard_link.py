@@ -25,7 +25,14 @@ import grpc
 from skillclassics.rules.v1 import rules_pb2, rules_pb2_grpc
 
 from libs.match.routing import RulesChannels
-from libs.runtime.errors import ServiceError, Unavailable, code_number, error_for, status_code
+from libs.runtime.errors import (
+    SERVICE_METADATA,
+    ErrorReason,
+    ServiceError,
+    Unavailable,
+    code_number,
+    error_from_refusal,
+)
 from libs.runtime.log import current_request_id, get_logger
 
 _log = get_logger(__name__)
@@ -41,8 +48,11 @@ one slow subscriber would hold up every other match of the shard."""
 
 
 def refusal_error(refusal: rules_pb2.Refusal) -> ServiceError:
-    """The :class:`ServiceError` a refusal carried inside a stream stands for: its code and reason."""
-    return error_for(status_code(refusal.code), refusal.message)
+    """The :class:`ServiceError` a refusal carried inside a stream stands for: its code, message and
+    details."""
+    return error_from_refusal(
+        refusal.code, refusal.message, refusal.details if refusal.HasField("details") else None
+    )
 
 
 # -- the link ------------------------------------------------------------------------------------------
@@ -92,7 +102,10 @@ class ShardLink:
         stream = self._stream
         if stream is None or not stream.open:
             if self._closed:
-                raise Unavailable(f"{self.name}: the gateway is shutting down")
+                raise Unavailable(
+                    f"{self.name}: the gateway is shutting down",
+                    reason=ErrorReason.ERROR_REASON_SHUTTING_DOWN,
+                )
             stream = self._stream = _Stream(self, self._stub.Exchange())
             self.streams_opened += 1
         return stream
@@ -111,7 +124,11 @@ class ShardLink:
             async with asyncio.timeout(timeout_s):
                 return await answer
         except TimeoutError:
-            raise Unavailable(f"{self.name} did not answer in time") from None
+            raise Unavailable(
+                f"{self.name} did not answer in time",
+                reason=ErrorReason.ERROR_REASON_BACKEND_UNAVAILABLE,
+                metadata={SERVICE_METADATA: self.name},
+            ) from None
         finally:
             stream.submits.pop(call_id, None)
 
@@ -236,7 +253,13 @@ class _Stream:
         submits, self.submits = self.submits, {}
         for answer in submits.values():
             if not answer.done():
-                answer.set_exception(Unavailable(message))
+                answer.set_exception(
+                    Unavailable(
+                        message,
+                        reason=ErrorReason.ERROR_REASON_BACKEND_UNAVAILABLE,
+                        metadata={SERVICE_METADATA: self.link.name},
+                    )
+                )
         watches, self.watches = self.watches, {}
         if watches:
             _log.info("shard_link.failed", shard=self.link.name, reason=message, watches=len(watches))
@@ -280,7 +303,9 @@ class ShardLinks:
         link = self._links.get(address)
         if link is None:
             if self._closed:
-                raise Unavailable(f"{name}: the gateway is shutting down")
+                raise Unavailable(
+                    f"{name}: the gateway is shutting down", reason=ErrorReason.ERROR_REASON_SHUTTING_DOWN
+                )
             link = self._links[address] = ShardLink(name, self._channels.stub(address, family))
         return link
 

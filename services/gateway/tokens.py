@@ -112,6 +112,10 @@ class TokenError(Exception):
     """The token is malformed, forged, expired or not meant for this gateway; the message says which."""
 
 
+class TokenExpiredError(TokenError):
+    """The token was good but has expired: the player signs in again."""
+
+
 @dataclass(frozen=True, slots=True)
 class Claims:
     """What a valid token says."""
@@ -602,7 +606,9 @@ class TokenVerifier:
         leeway, longest = self.policy.leeway_s, self.policy.max_lifetime_s
         if expires <= now_s - leeway:
             ago = now_s - expires
-            raise TokenError(f"token expired {ago} s ago" if ago < 10**10 else "token expired long ago")
+            raise TokenExpiredError(
+                f"token expired {ago} s ago" if ago < 10**10 else "token expired long ago"
+            )
         if issued > now_s + leeway:
             raise TokenError("token was issued in the future ('iat'; check the issuer's clock)")
         if not_before is not None and not_before > now_s + leeway:

@@ -1,103 +1,72 @@
-"""What matchmaking knows of each game family: which options and lobby clocks it accepts, whether its
-matches need a fairness commitment, and where its rules shards are.
+"""What matchmaking knows of each game family: the family's own declaration (the one that its rules
+service runs), from which it reads which options and clocks the lobby offers and whether matches need a
+fairness commitment. There is no second decoder here: options are read by the family's
+``options_from_proto``, the lobby's limits by its ``lobby_pool`` and ``lobby_clocks``.
 
-Only families whose rules service exists are offered; asking for any other is ``INVALID_ARGUMENT``.
+Only families whose rules service exists are offered; asking for any other is ``INVALID_ARGUMENT``
+(``UNKNOWN_FAMILY``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from skillclassics.gin.v1 import gin_pb2
 from skillclassics.rules.v1 import rules_pb2
 
 from libs.engines.base import InvalidOptionsError
-from libs.engines.chess import ChessOptions, Ruleset
-from libs.runtime.errors import InvalidArgument
-
-MINUTE_MS = 60_000
-CHESS_LOBBY_MINUTES = (3, 5, 10, 20, 30)
+from libs.match.family import Family
+from libs.runtime.errors import ErrorReason, InvalidArgument, Violation
+from services.rules_chess.family import ChessFamily
+from services.rules_gin.family import GinFamily
 
 
 @dataclass(frozen=True, slots=True)
 class FamilyRules:
-    """One family as matchmaking sees it."""
+    """One family as matchmaking sees it: its declaration and the lobby checks read from it."""
 
-    name: str
-    uses_chance: bool
-    """Whether its matches draw from a fairness stream (then a commitment is made before creation)."""
-    check_options: Callable[[rules_pb2.MatchOptions], str]
-    """Validates the options (``InvalidArgument`` with the reason) and returns a short key for pools."""
-    check_lobby_clock: Callable[[rules_pb2.TimeControl], None]
+    family: Family
 
+    @property
+    def name(self) -> str:
+        return self.family.name
 
-def _chess_options(options: rules_pb2.MatchOptions) -> str:
-    which = options.WhichOneof("family")
-    if which not in (None, "chess"):
-        raise InvalidArgument(f"{which} options cannot configure a chess table")
-    chess = options.chess
-    if chess.initial_fen:
-        raise InvalidArgument("lobby chess tables start from the initial position (no initial_fen)")
-    ruleset = {0: Ruleset.CONTEST, 1: Ruleset.CONTEST, 2: Ruleset.FIDE}.get(chess.ruleset)
-    if ruleset is None:
-        raise InvalidArgument(f"unknown chess ruleset {chess.ruleset}")
-    try:
-        ChessOptions(ruleset)
-    except InvalidOptionsError as error:
-        raise InvalidArgument(str(error)) from None
-    return ruleset.value
+    @property
+    def uses_chance(self) -> bool:
+        """Whether its matches draw from a fairness stream (then a commitment is made before creation)."""
+        return self.family.uses_chance
 
+    def check_options(self, options: rules_pb2.MatchOptions) -> str:
+        """The options' pool key, when the lobby offers them; ``InvalidArgument`` saying why not."""
+        which = options.WhichOneof("family")
+        if which not in (None, self.name):
+            raise InvalidArgument(
+                f"{which} options cannot configure a {self.name} table",
+                reason=ErrorReason.ERROR_REASON_WRONG_FAMILY,
+                violations=[Violation(f"options.{which}", f"is not {self.name}'s options")],
+            )
+        try:
+            return self.family.lobby_pool(self.family.options_from_proto(options))
+        except InvalidOptionsError as error:
+            raise InvalidArgument(
+                str(error),
+                reason=ErrorReason.ERROR_REASON_OPTIONS_NOT_OFFERED,
+                violations=[Violation("options", f"are not offered on {self.name} lobby tables")],
+            ) from None
 
-def _chess_lobby_clock(control: rules_pb2.TimeControl) -> None:
-    minutes = CHESS_LOBBY_MINUTES
-    plain = not (control.increment_ms or control.increment_within_ms or control.cap_ms or control.periods)
-    if not plain or control.base_ms not in {m * MINUTE_MS for m in minutes}:
-        allowed = ", ".join(str(m) for m in minutes)
-        raise InvalidArgument(f"chess lobby clocks are {allowed} minutes per player with no increment")
-
-
-GIN_LOBBY_MINUTES = (5, 10, 15, 20, 30)
-GIN_LOBBY_INCREMENT_SECONDS = (0, 5, 10)
-_GIN_VARIANTS = {
-    gin_pb2.VARIANT_UNSPECIFIED: "standard",
-    gin_pb2.VARIANT_STANDARD: "standard",
-    gin_pb2.VARIANT_STRAIGHT: "straight",
-    gin_pb2.VARIANT_OKLAHOMA: "oklahoma",
-}
-
-
-def _gin_options(options: rules_pb2.MatchOptions) -> str:
-    which = options.WhichOneof("family")
-    if which not in (None, "gin"):
-        raise InvalidArgument(f"{which} options cannot configure a gin rummy table")
-    variant = _GIN_VARIANTS.get(options.gin.variant)
-    if variant is None:
-        raise InvalidArgument(f"unknown gin variant {options.gin.variant} (standard, straight or oklahoma)")
-    if options.gin.hands_to_win not in (0, 3):
-        raise InvalidArgument("lobby gin matches are best of five: the first to 3 hand wins (hands_to_win 3)")
-    return variant
-
-
-def _gin_lobby_clock(control: rules_pb2.TimeControl) -> None:
-    plain = not (control.increment_within_ms or control.cap_ms or control.periods)
-    minutes_ok = control.base_ms in {m * MINUTE_MS for m in GIN_LOBBY_MINUTES}
-    increment_ok = control.increment_ms in {s * 1000 for s in GIN_LOBBY_INCREMENT_SECONDS}
-    if not (plain and minutes_ok and increment_ok):
-        minutes = ", ".join(str(m) for m in GIN_LOBBY_MINUTES)
-        seconds = ", ".join(str(s) for s in GIN_LOBBY_INCREMENT_SECONDS)
-        raise InvalidArgument(
-            f"gin lobby clocks are {minutes} minutes per player for the match, plus {seconds} s per turn"
-        )
+    def check_lobby_clock(self, control: rules_pb2.TimeControl) -> None:
+        """``InvalidArgument`` unless ``control`` is one of the family's lobby clocks."""
+        problem = self.family.lobby_clocks.problem(control)
+        if problem is not None:
+            raise InvalidArgument(
+                problem,
+                reason=ErrorReason.ERROR_REASON_TIME_CONTROL_NOT_OFFERED,
+                violations=[Violation("time_control", f"is not one of the {self.name} lobby clocks")],
+            )
 
 
 FAMILIES: Mapping[str, FamilyRules] = {
-    "chess": FamilyRules(
-        "chess", uses_chance=False, check_options=_chess_options, check_lobby_clock=_chess_lobby_clock
-    ),
-    "gin": FamilyRules(
-        "gin", uses_chance=True, check_options=_gin_options, check_lobby_clock=_gin_lobby_clock
-    ),
+    family.name: FamilyRules(family) for family in (ChessFamily(), GinFamily())
 }
 
 
@@ -105,5 +74,9 @@ def family_rules(name: str) -> FamilyRules:
     found = FAMILIES.get(name)
     if found is None:
         offered = ", ".join(sorted(FAMILIES))
-        raise InvalidArgument(f"unknown or unavailable game family {name!r} (offered: {offered})")
+        raise InvalidArgument(
+            f"unknown or unavailable game family {name!r} (offered: {offered})",
+            reason=ErrorReason.ERROR_REASON_UNKNOWN_FAMILY,
+            violations=[Violation("family", f"must be one of {offered}")],
+        )
     return found

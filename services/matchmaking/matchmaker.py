@@ -21,7 +21,7 @@ from skillclassics.rules.v1 import rules_pb2
 
 from libs.fairness import FAIRNESS_VERSION
 from libs.pairing import Seeker, pair
-from libs.runtime.errors import ServiceError, Unavailable, retry_after_ms
+from libs.runtime.errors import ErrorReason, ServiceError, Unavailable, retry_after_ms
 from libs.runtime.log import get_logger
 from libs.runtime.timesource import ServiceTime
 from services.matchmaking.families import family_rules
@@ -145,7 +145,10 @@ class Matchmaker:
         """``Unavailable`` when ``family`` uses chance and no fairness service is configured: then none of
         its matches could ever be made, so no table or queue entry is accepted for it."""
         if family_rules(family).uses_chance and self._fairness is None:
-            raise Unavailable(f"{family} needs the fairness service (FAIRNESS_ADDRESS)")
+            raise Unavailable(
+                f"{family} needs the fairness service (FAIRNESS_ADDRESS)",
+                reason=ErrorReason.ERROR_REASON_NOT_CONFIGURED,
+            )
 
     async def _commit(self, family: str, match_id: str) -> str:
         self.require_fairness(family)
@@ -160,6 +163,7 @@ class Matchmaker:
                 f"the fairness service could not commit to a seed for a {family} match "
                 f"({error.code().name}: {error.details()}); nothing was changed, try again",
                 retry_after_ms=retry_after_ms(error.trailing_metadata()),  # fairness's own guidance
+                reason=ErrorReason.ERROR_REASON_BACKEND_UNAVAILABLE,
             ) from None
         return str(reply.commitment)
 
@@ -216,7 +220,7 @@ class Matchmaker:
         try:
             await self.shards.create_match(request)
         except ServiceError as error:
-            _log.warning("match.create_failed", match_id=match["match_id"], reason=error.reason)
+            _log.warning("match.create_failed", match_id=match["match_id"], reason=error.message)
             return False
         return True
 
@@ -293,7 +297,7 @@ class Matchmaker:
             candidates = []
             for (first, second), row in zip(held, rows, strict=True):
                 if isinstance(row, BaseException):
-                    reason = row.reason if isinstance(row, ServiceError) else type(row).__name__
+                    reason = row.message if isinstance(row, ServiceError) else type(row).__name__
                     _log.warning("queue.pairing_failed", players=[first, second], reason=reason)
                 else:
                     candidates.append((first, second, row))

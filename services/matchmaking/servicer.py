@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -12,13 +11,11 @@ from skillclassics.matchmaking.v1 import matchmaking_pb2_grpc
 from skillclassics.rules.v1 import rules_pb2
 
 from libs.pairing import Seeker
-from libs.runtime.errors import InvalidArgument
+from libs.runtime.errors import ErrorReason, InvalidArgument
 from services.matchmaking.currencies import currency_problem
 from services.matchmaking.families import FamilyRules, family_rules
 from services.matchmaking.matchmaker import Matchmaker, fairness_fields
 
-_PLAYER = re.compile(r"[A-Za-z0-9._:@-]{1,128}")
-MAX_FEE_MINOR = 10**12
 _VISIBILITY = {
     pb.VISIBILITY_UNSPECIFIED: "public",
     pb.VISIBILITY_PUBLIC: "public",
@@ -35,24 +32,15 @@ _STATUS = {
 }
 
 
-def _player(value: str) -> str:
-    if not _PLAYER.fullmatch(value):
-        raise InvalidArgument("player_id must be 1-128 characters of A-Z a-z 0-9 . _ : @ -")
-    return value
-
-
 def _fee(fee: int, currency: str) -> None:
-    if fee < 0:
-        raise InvalidArgument(f"entry_fee_minor must not be negative, got {fee}")
-    if fee > MAX_FEE_MINOR:
-        raise InvalidArgument(f"entry_fee_minor must be at most {MAX_FEE_MINOR}")
+    # The fee's range (0 to 10^12) is the contract's rule; which currencies are accepted is not.
     _currency(currency)
 
 
 def _currency(code: str) -> None:
     problem = currency_problem(code)
     if problem is not None:
-        raise InvalidArgument(problem)
+        raise InvalidArgument(problem, reason=ErrorReason.ERROR_REASON_CURRENCY_NOT_ACCEPTED)
 
 
 def queue_pool(request: pb.EnterQueueRequest) -> tuple[FamilyRules, str]:
@@ -97,18 +85,14 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
     async def CreateTable(
         self, request: pb.CreateTableRequest, context: grpc.aio.ServicerContext
     ) -> pb.CreateTableResponse:
-        player = _player(request.player_id)
+        player = request.player_id
         family = family_rules(request.family)
         family.check_options(request.options)
         family.check_lobby_clock(request.time_control)
         _fee(request.entry_fee_minor, request.currency)
         self._mm.shards.require(family.name)  # no table or queue for a family nobody can host
         self._mm.require_fairness(family.name)
-        visibility = _VISIBILITY.get(request.visibility)
-        if visibility is None:
-            raise InvalidArgument(f"unknown visibility {request.visibility}")
-        if not request.idempotency_key or len(request.idempotency_key) > 128:
-            raise InvalidArgument("idempotency_key must be 1-128 characters")
+        visibility = _VISIBILITY[request.visibility]  # a defined value (the contract's rules)
         row = await self._store.create_table(
             {
                 "table_id": self._mm.new_table_id(),
@@ -138,10 +122,6 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
         family = family_rules(request.family)
         if request.currency:
             _currency(request.currency)
-        if request.max_entry_fee_minor < 0:
-            raise InvalidArgument(
-                f"max_entry_fee_minor must not be negative, got {request.max_entry_fee_minor}"
-            )
         rows = await self._store.open_tables(
             family.name, request.max_entry_fee_minor, request.currency, free_only=request.free_only
         )
@@ -153,7 +133,7 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
     async def JoinTable(
         self, request: pb.JoinTableRequest, context: grpc.aio.ServicerContext
     ) -> pb.JoinTableResponse:
-        player = _player(request.player_id)
+        player = request.player_id
         # Own, closed or full table, or a busy player: refused before a match id is minted or fairness is
         # asked for a commitment, so a refused join leaves nothing behind (the transaction checks again).
         table = await self._store.check_join(request.table_id, player)
@@ -173,14 +153,14 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
     async def LeaveTable(
         self, request: pb.LeaveTableRequest, context: grpc.aio.ServicerContext
     ) -> pb.LeaveTableResponse:
-        row = await self._store.cancel_table(request.table_id, _player(request.player_id))
+        row = await self._store.cancel_table(request.table_id, request.player_id)
         await self._mm.announce_table(request.table_id)
         return pb.LeaveTableResponse(table=table_proto(row))
 
     async def EnterQueue(
         self, request: pb.EnterQueueRequest, context: grpc.aio.ServicerContext
     ) -> pb.EnterQueueResponse:
-        player = _player(request.player_id)
+        player = request.player_id
         family, pool = queue_pool(request)
         self._mm.shards.require(family.name)  # no table or queue for a family nobody can host
         self._mm.require_fairness(family.name)
@@ -202,14 +182,14 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
     async def LeaveQueue(
         self, request: pb.LeaveQueueRequest, context: grpc.aio.ServicerContext
     ) -> pb.LeaveQueueResponse:
-        player = _player(request.player_id)
+        player = request.player_id
         self._mm.dequeue(player)
         return pb.LeaveQueueResponse(left=await self._store.leave_queue(player))
 
     async def WatchLobby(
         self, request: pb.WatchLobbyRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[pb.WatchLobbyResponse]:
-        player = _player(request.player_id)
+        player = request.player_id
 
         async def playing() -> list[pb.MatchReady]:
             return [
@@ -234,13 +214,13 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
         """Record a match's result once (docs/matchmaking.md, "Results"): only for a match matchmaking
         made (``NOT_FOUND`` otherwise), with a winner who is one of its seats; the identical result again
         is answered without changing anything (``recorded`` false), a different one is refused."""
-        result = request.result
-        if result.termination == rules_pb2.TERMINATION_UNSPECIFIED:
-            raise InvalidArgument("result.termination must say how the match ended")
+        result = request.result  # with a termination (the contract's rules)
         aborted = result.termination == rules_pb2.TERMINATION_ABORTED
         winner = result.winner if result.HasField("winner") else None
         if aborted and winner is not None:
-            raise InvalidArgument("an aborted match has no winner")
+            raise InvalidArgument(
+                "an aborted match has no winner", reason=ErrorReason.ERROR_REASON_INVALID_REQUEST
+            )
         recorded = await self._store.record_result(
             request.match_id,
             result.SerializeToString(deterministic=True),
@@ -264,7 +244,7 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
     async def GetRatings(
         self, request: pb.GetRatingsRequest, context: grpc.aio.ServicerContext
     ) -> pb.GetRatingsResponse:
-        current, history = await self._store.ratings(_player(request.player_id))
+        current, history = await self._store.ratings(request.player_id)
         return pb.GetRatingsResponse(
             ratings=[
                 pb.Rating(family=r["family"], rating=r["rating"], games=r["games"], peak=r["peak"])
@@ -285,7 +265,7 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
     async def GetMatchHistory(
         self, request: pb.GetMatchHistoryRequest, context: grpc.aio.ServicerContext
     ) -> pb.GetMatchHistoryResponse:
-        player = _player(request.player_id)
+        player = request.player_id
         played = []
         for match in await self._store.matches_of(player, request.family):
             seat = 0 if match["player0"] == player else 1

@@ -16,7 +16,7 @@ from skillclassics.rules.v1 import rules_pb2, rules_pb2_grpc
 
 from libs.match.ids import MatchId
 from libs.match.routing import RulesChannels, address_variable, all_shard_addresses
-from libs.runtime.errors import Unavailable
+from libs.runtime.errors import ErrorReason, Unavailable
 from libs.runtime.tls import TransportSecurity
 
 CALL_TIMEOUT_S = 5.0
@@ -35,7 +35,10 @@ class RulesShards:
         """``family``'s shard addresses; ``Unavailable`` when it has none (its matches cannot be made)."""
         shards = self._addresses.get(family) or []
         if not shards:
-            raise Unavailable(f"no {family} rules shard is configured ({address_variable(family)})")
+            raise Unavailable(
+                f"no {family} rules shard is configured ({address_variable(family)})",
+                reason=ErrorReason.ERROR_REASON_NOT_CONFIGURED,
+            )
         return shards
 
     def new_match_id(self, family: str) -> str:
@@ -53,7 +56,10 @@ class RulesShards:
         try:
             await self.stub(request.match_id).CreateMatch(request, timeout=CALL_TIMEOUT_S)
         except grpc.aio.AioRpcError as error:
-            raise Unavailable(f"the rules shard of {request.match_id} refused: {error.details()}") from None
+            raise Unavailable(
+                f"the rules shard of {request.match_id} refused: {error.details()}",
+                reason=ErrorReason.ERROR_REASON_BACKEND_UNAVAILABLE,
+            ) from None
 
     async def close(self) -> None:
         await self._channels.close()

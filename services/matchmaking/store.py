@@ -35,7 +35,7 @@ from libs.persistence.schema import (
     mm_tables,
 )
 from libs.ratings import INITIAL_RATING, PlayerRating, rate
-from libs.runtime.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
+from libs.runtime.errors import AlreadyExists, ErrorReason, FailedPrecondition, InvalidArgument, NotFound
 
 T = TypeVar("T")
 SHUTTING_DOWN = "matchmaking is shutting down and takes no more changes; try again"
@@ -94,7 +94,10 @@ class MatchmakingStore:
         try:
             await self._write(work)
         except IntegrityError:
-            raise AlreadyExists("a table with this idempotency key exists already") from None
+            raise AlreadyExists(
+                "a table with this idempotency key exists already",
+                reason=ErrorReason.ERROR_REASON_IDEMPOTENCY_KEY_REUSED,
+            ) from None
         return row
 
     async def table(self, table_id: str) -> dict[str, Any]:
@@ -102,7 +105,7 @@ class MatchmakingStore:
             lambda conn: conn.execute(select(mm_tables).where(mm_tables.c.table_id == table_id)).first()
         )
         if found is None:
-            raise NotFound(f"no table {table_id}")
+            raise NotFound(f"no table {table_id}", reason=ErrorReason.ERROR_REASON_TABLE_NOT_FOUND)
         return dict(found._mapping)
 
     async def open_tables(
@@ -146,7 +149,10 @@ class MatchmakingStore:
                 .values(status="starting", joiner_id=player_id, match_id=match["match_id"])
             )
             if taken.rowcount != 1:
-                raise FailedPrecondition(f"table {table_id} was just taken by someone else")
+                raise FailedPrecondition(
+                    f"table {table_id} was just taken by someone else",
+                    reason=ErrorReason.ERROR_REASON_TABLE_NOT_OPEN,
+                )
             conn.execute(
                 update(mm_activity)
                 .where(mm_activity.c.player_id == table.creator_id)
@@ -163,17 +169,25 @@ class MatchmakingStore:
         try:
             return await self._write(work)
         except IntegrityError:
-            raise FailedPrecondition(f"table {table_id} was just taken by someone else") from None
+            raise FailedPrecondition(
+                f"table {table_id} was just taken by someone else",
+                reason=ErrorReason.ERROR_REASON_TABLE_NOT_OPEN,
+            ) from None
 
     @staticmethod
     def _joinable(conn: Connection, table_id: str, player_id: str) -> Any:
         table = (conn.execute(select(mm_tables).where(mm_tables.c.table_id == table_id))).first()
         if table is None:
-            raise NotFound(f"no table {table_id}")
+            raise NotFound(f"no table {table_id}", reason=ErrorReason.ERROR_REASON_TABLE_NOT_FOUND)
         if table.creator_id == player_id:
-            raise FailedPrecondition("you cannot join your own table")
+            raise FailedPrecondition(
+                "you cannot join your own table", reason=ErrorReason.ERROR_REASON_PLAYER_BUSY
+            )
         if table.status != "open":
-            raise FailedPrecondition(f"table {table_id} is not open (it is {table.status})")
+            raise FailedPrecondition(
+                f"table {table_id} is not open (it is {table.status})",
+                reason=ErrorReason.ERROR_REASON_TABLE_NOT_OPEN,
+            )
         return table
 
     async def cancel_table(self, table_id: str, player_id: str) -> dict[str, Any]:
@@ -182,16 +196,22 @@ class MatchmakingStore:
         def work(conn: Connection) -> dict[str, Any]:
             table = (conn.execute(select(mm_tables).where(mm_tables.c.table_id == table_id))).first()
             if table is None:
-                raise NotFound(f"no table {table_id}")
+                raise NotFound(f"no table {table_id}", reason=ErrorReason.ERROR_REASON_TABLE_NOT_FOUND)
             if table.creator_id != player_id:
-                raise FailedPrecondition("only the player at an open table can leave it")
+                raise FailedPrecondition(
+                    "only the player at an open table can leave it",
+                    reason=ErrorReason.ERROR_REASON_NOT_TABLE_OWNER,
+                )
             cancelled = conn.execute(
                 update(mm_tables)
                 .where(mm_tables.c.table_id == table_id, mm_tables.c.status == "open")
                 .values(status="cancelled")
             )
             if cancelled.rowcount != 1:
-                raise FailedPrecondition(f"table {table_id} has filled already; its match is on")
+                raise FailedPrecondition(
+                    f"table {table_id} has filled already; its match is on",
+                    reason=ErrorReason.ERROR_REASON_TABLE_NOT_OPEN,
+                )
             conn.execute(
                 delete(mm_activity).where(mm_activity.c.player_id == player_id, mm_activity.c.ref == table_id)
             )
@@ -320,20 +340,24 @@ class MatchmakingStore:
                 conn.execute(select(mm_matches).where(mm_matches.c.match_id == match_id).with_for_update())
             ).first()
             if found is None:
-                raise NotFound(f"matchmaking knows no match {match_id}")
+                raise NotFound(
+                    f"matchmaking knows no match {match_id}", reason=ErrorReason.ERROR_REASON_MATCH_NOT_FOUND
+                )
             match = dict(found._mapping)
             players = [match["player0"], match["player1"]]
             if winner is not None and not 0 <= winner < len(players):
                 raise InvalidArgument(
                     f"winner {winner} is not a seat of match {match_id} "
-                    f"(seat 0: {players[0]}, seat 1: {players[1]})"
+                    f"(seat 0: {players[0]}, seat 1: {players[1]})",
+                    reason=ErrorReason.ERROR_REASON_INVALID_REQUEST,
                 )
             if match["result"] is not None:
                 if bytes(match["result"]) == result:
                     return None  # a retry of the result recorded: answered, nothing changes
                 raise FailedPrecondition(
                     f"match {match_id}'s result is already recorded; a different result is refused "
-                    "and nothing was changed"
+                    "and nothing was changed",
+                    reason=ErrorReason.ERROR_REASON_WRONG_STATE,
                 )
             status = "aborted" if aborted else "finished"
             conn.execute(
@@ -455,4 +479,7 @@ class MatchmakingStore:
             doing = {"table": "waiting at table", "queue": "in the queue", "match": "playing match"}[
                 current.kind
             ]
-            raise FailedPrecondition(f"player {player_id} is already {doing} {current.ref}")
+            raise FailedPrecondition(
+                f"player {player_id} is already {doing} {current.ref}",
+                reason=ErrorReason.ERROR_REASON_PLAYER_BUSY,
+            )

@@ -20,7 +20,7 @@ from libs.engines.chess import (
     export_pgn,
     parse_action,
 )
-from libs.match.family import JsonObject
+from libs.match.family import JsonObject, LobbyClocks
 from libs.match.model import MatchRecord
 
 _RULESET_FROM_PROTO = {
@@ -45,8 +45,15 @@ class ChessFamily:
     hides_information = False
     uses_chance = False
 
+    lobby_clocks = LobbyClocks("chess", minutes=(3, 5, 10, 20, 30))
+
     def __init__(self, engine: ChessEngine = CHESS) -> None:
         self.engine = engine
+
+    def lobby_pool(self, options: ChessOptions) -> str:
+        if options.initial_fen is not None:
+            raise InvalidOptionsError("lobby chess tables start from the initial position (no initial_fen)")
+        return options.ruleset.value
 
     def options_from_proto(self, options: rules_pb2.MatchOptions) -> ChessOptions:
         which = options.WhichOneof("family")

@@ -22,7 +22,7 @@ from libs.engines.gin import (
     parse_action,
 )
 from libs.engines.gin.actions import GinAction
-from libs.match.family import JsonObject
+from libs.match.family import JsonObject, LobbyClocks
 from libs.match.model import MatchRecord
 
 _VARIANT_FROM_PROTO = {
@@ -91,8 +91,21 @@ class GinFamily:
     hides_information = True
     uses_chance = True
 
+    lobby_clocks = LobbyClocks(
+        "gin", minutes=(5, 10, 15, 20, 30), increment_seconds=(0, 5, 10), per="per player for the match"
+    )
+    LOBBY_HANDS_TO_WIN = 3
+    """Lobby matches are best of five: the first to 3 hands wins."""
+
     def __init__(self, engine: GinEngine = GIN) -> None:
         self.engine = engine
+
+    def lobby_pool(self, options: GinOptions) -> str:
+        if options.hands_to_win != self.LOBBY_HANDS_TO_WIN:
+            raise InvalidOptionsError(
+                "lobby gin matches are best of five: the first to 3 hand wins (hands_to_win 3)"
+            )
+        return options.variant.value
 
     def options_from_proto(self, options: rules_pb2.MatchOptions) -> GinOptions:
         which = options.WhichOneof("family")

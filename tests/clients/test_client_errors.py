@@ -17,6 +17,7 @@ from pathlib import Path
 import grpc
 import pytest
 import pytest_asyncio
+from skillclassics.errors.v1 import errors_pb2
 from skillclassics.gateway.v1 import gateway_pb2 as gw
 from skillclassics.rules.v1 import rules_pb2
 
@@ -32,7 +33,7 @@ from clients.player import (
 )
 from libs.runtime import RunningServer
 from libs.runtime.config import sqlite_url
-from libs.runtime.errors import retry_trailers
+from libs.runtime.errors import SERVICE_METADATA, ErrorReason, Unavailable, status_trailers
 from services.gateway.service import GatewayService
 from tests.support import Backends, free_port, start_backends, start_in_process
 
@@ -95,7 +96,7 @@ async def test_a_backend_that_is_down_is_named_not_taken_for_the_gateway(
     said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("skillclassics join:")]
     assert len(said) == 1, said
     assert said[0].startswith(
-        "skillclassics join: error: UNAVAILABLE: matchmaking is unavailable: "
+        "skillclassics join: error: UNAVAILABLE (BACKEND_UNAVAILABLE): matchmaking is unavailable: "
         "the fairness service could not commit to a seed for a gin match"
     )
     assert "cannot reach the gateway" not in said[0]
@@ -151,9 +152,14 @@ class _Refusing:
             reason = (
                 f"matchmaking is unavailable: the database is unavailable (x); retry in {self.wait_ms} ms"
             )
-            code = grpc.StatusCode.UNAVAILABLE
-            trailers = (("x-request-id", "r1"), *retry_trailers(code, reason, self.wait_ms))
-            await context.abort(code, reason, trailers)
+            refusal = Unavailable(
+                reason,
+                reason=ErrorReason.ERROR_REASON_BACKEND_UNAVAILABLE,
+                retry_after_ms=self.wait_ms,
+                metadata={SERVICE_METADATA: "matchmaking"},
+            )
+            trailers = (("x-request-id", "r1"), *status_trailers(refusal))
+            await context.abort(refusal.code, reason, trailers)
 
     async def _whoami(
         self, request: gw.WhoAmIRequest, context: grpc.aio.ServicerContext
@@ -212,10 +218,18 @@ def test_a_rate_limit_is_waited_out_as_its_metadata_asks_before_its_words() -> N
     # The gateway's retry-after-ms (or RetryInfo), as GatewayError.from_rpc reads it, comes first...
     guided = GatewayError(exhausted, "too many calls: at most 20/s (bursts of 40)", retry_after_s=0.03)
     assert attempts.wait_after(guided) == pytest.approx(0.03)
-    # ... then the words of a refusal without metadata (one inside a stream), then a default.
+    # ... as does a refusal inside a stream, from its answer's details; the words are never read.
+    answer = gw.PlayAnswer(
+        idempotency_key="k",
+        code=8,
+        message="too many actions; retry in 999 ms",
+        details=errors_pb2.ErrorDetails(reason=ErrorReason.ERROR_REASON_RATE_LIMITED, retry_after_ms=40),
+    )
+    streamed = GatewayError.from_answer(answer)
+    assert (streamed.code, streamed.reason) == (exhausted, "RATE_LIMITED")
+    assert attempts.wait_after(streamed) == pytest.approx(0.04)
     worded = GatewayError(exhausted, "too many calls: at most 20/s (bursts of 40); retry in 40 ms")
-    assert attempts.wait_after(worded) == pytest.approx(0.04)
-    assert attempts.wait_after(GatewayError(exhausted, "you fell behind")) == pytest.approx(0.2)
+    assert attempts.wait_after(worded) == pytest.approx(0.2)  # no guidance in the details: the default
 
 
 # -- the token's expiry, in milliseconds --------------------------------------------------------------------
@@ -279,7 +293,7 @@ async def test_whoami_reads_the_expiry_in_milliseconds_falling_back_on_the_depre
 def test_the_load_harness_rides_out_an_outage_as_long_as_it_tolerates() -> None:
     now = [0.0]
     outage = OutageTolerance(5.0, clock=lambda: now[0])
-    down = GatewayError(grpc.StatusCode.UNAVAILABLE, "matchmaking is unavailable: ...; retry in 1000 ms")
+    down = GatewayError(grpc.StatusCode.UNAVAILABLE, "matchmaking is unavailable: ...", retry_after_s=1.0)
     unguided = GatewayError(grpc.StatusCode.UNAVAILABLE, "rules-chess shard 0 is unavailable: restarting")
     assert outage.wait_after(down) == pytest.approx(1.0)  # as the refusal asks
     now[0] = 1.0

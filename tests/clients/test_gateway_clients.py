@@ -405,7 +405,7 @@ async def test_a_refused_move_is_one_readable_line(
         monkeypatch.setattr(sys, "stdin", io.StringIO("Ke2\nresign\n"))
         assert await main_async(["play", match_id]) == 0
     out = captured(capsys)[0]
-    assert "error: FAILED_PRECONDITION: " in out
+    assert "error: FAILED_PRECONDITION (ILLEGAL_ACTION): " in out
     assert f"Black ({black}) wins by resignation" in out
 
 
@@ -420,9 +420,11 @@ async def test_usage_and_gateway_errors_exit_2_and_1(
     assert "player_id must be" in captured(capsys)[1]
     monkeypatch.setenv("SKILLCLASSICS_TOKEN", development_token(player("carol"), ENV))
     assert await main_async(["join", "t-missing"]) == 1
-    assert captured(capsys)[1] == "skillclassics join: error: NOT_FOUND: no table t-missing\n"
+    assert (
+        captured(capsys)[1] == "skillclassics join: error: NOT_FOUND (TABLE_NOT_FOUND): no table t-missing\n"
+    )
     assert await main_async(["create", "--minutes", "7"]) == 1
-    assert "error: INVALID_ARGUMENT: chess lobby clocks are" in captured(capsys)[1]
+    assert "error: INVALID_ARGUMENT (TIME_CONTROL_NOT_OFFERED): chess lobby clocks are" in captured(capsys)[1]
     assert await main_async(["create", "--family", "go"]) == 2
     assert "unknown game family 'go'" in captured(capsys)[1]
     assert await main_async(["play", "chess.0.nosuchmatch"]) == 1

@@ -34,8 +34,8 @@ from clients.load.harness import (
     TokenMinter,
     _WeightedRoundRobin,
     arrival_time,
+    error_label,
     parse_families,
-    retry_wait_s,
     run_load,
 )
 from clients.load.histogram import Histogram
@@ -55,8 +55,9 @@ from clients.load.report import (
     write_json,
     write_png,
 )
-from clients.player import PlayerSession
+from clients.player import GatewayError, PlayerSession, exhausted_wait_s
 from libs.launcher import Stack, StartError, available_services, find_free_port_offset
+from libs.runtime.errors import Problem
 from services.gateway.tokens import SigningKey, write_development_key
 from tests.support import ROOT
 
@@ -312,9 +313,20 @@ def test_families_are_mixed_in_proportion() -> None:
     assert "gin" in picks[:3]
 
 
-def test_retry_wait_comes_from_the_refusal() -> None:
-    assert retry_wait_s("rate limit: 20 calls/s; retry in 37 ms") == pytest.approx(0.037)
-    assert retry_wait_s("something else") == pytest.approx(0.2)
+def test_the_wait_and_the_label_come_from_the_refusal_details_not_its_words() -> None:
+    limited = GatewayError.from_problem(
+        Problem(
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            "slow down; retry in 999 ms",  # the words say otherwise: the details win
+            reason="RATE_LIMITED",
+            retry_after_ms=37,
+        )
+    )
+    assert exhausted_wait_s(limited) == pytest.approx(0.037)
+    assert error_label(limited) == "RESOURCE_EXHAUSTED/RATE_LIMITED"
+    wordy = GatewayError.from_problem(Problem(grpc.StatusCode.RESOURCE_EXHAUSTED, "retry in 37 ms"))
+    assert exhausted_wait_s(wordy) == pytest.approx(0.2)  # no details: the default wait
+    assert error_label(wordy) == "RESOURCE_EXHAUSTED"
 
 
 # -- /proc -----------------------------------------------------------------------------------------------
@@ -662,9 +674,9 @@ async def test_the_rate_limit_is_counted_and_waited_out(stack: Stack) -> None:
     metrics = result.metrics
     assert metrics.total("finished") == 1
     assert metrics.total("failed") == 0
-    refused = metrics.errors[("SubmitAction", grpc.StatusCode.RESOURCE_EXHAUSTED.name)]
+    refused = metrics.errors[("SubmitAction", "RESOURCE_EXHAUSTED/RATE_LIMITED")]
     assert refused > 0
-    assert set(metrics.errors) == {("SubmitAction", "RESOURCE_EXHAUSTED")}
+    assert set(metrics.errors) == {("SubmitAction", "RESOURCE_EXHAUSTED/RATE_LIMITED")}
     assert dict(metrics.families["chess"].terminations) == {"resignation": 1}, metrics.families
     assert metrics.total("actions") >= 60
 
@@ -680,7 +692,7 @@ async def test_a_misconfigured_run_stops_with_the_reason(stack: Stack) -> None:
     assert result.stopped_by == "error"
     assert result.elapsed_s < 10
     assert any("INVALID_ARGUMENT" in note for note in result.notes)
-    assert result.metrics.errors[("CreateTable", "INVALID_ARGUMENT")] >= 1
+    assert result.metrics.errors[("CreateTable", "INVALID_ARGUMENT/TIME_CONTROL_NOT_OFFERED")] >= 1
 
 
 async def test_a_wrong_key_fails_the_probe(stack: Stack, tmp_path: Path) -> None:

@@ -63,5 +63,7 @@ async def test_live_matches_ride_out_their_shards_database_being_locked(
     metrics = result.metrics
     chess = metrics.families["chess"]
     assert (chess.finished, chess.failed) == (2, 0), dict(metrics.errors)
-    assert metrics.errors[("SubmitAction", "UNAVAILABLE")] > 0, "the outage was not felt"
-    assert set(metrics.errors) == {("SubmitAction", "UNAVAILABLE")}, dict(metrics.errors)
+    assert sum(metrics.errors.values()) > 0, "the outage was not felt"
+    for operation, label in metrics.errors:  # each counted by its code and the catalogue's reason
+        assert operation == "SubmitAction", dict(metrics.errors)
+        assert label.startswith("UNAVAILABLE/"), dict(metrics.errors)

@@ -36,9 +36,11 @@ import chess
 from libs.engines.base import (
     ActionContext,
     ChanceRequest,
+    GameOverError,
     IllegalActionError,
     InvalidOptionsError,
     MalformedActionError,
+    NotYourTurnError,
     Outcome,
     Termination,
 )
@@ -352,7 +354,7 @@ class ChessEngine:
         if isinstance(action, str):
             action = parse_action(action)
         if state.result is not None:
-            raise IllegalActionError(f"the game is over ({state.result.detail})")
+            raise GameOverError(f"the game is over ({state.result.detail})")
         match action:
             case Move():
                 return self._move(state, seat, action, context)
@@ -462,7 +464,7 @@ class ChessEngine:
     def _move(self, state: ChessState, seat: int, action: Move, context: ActionContext) -> ChessState:
         board = state._board
         if seat_of(board.turn) != seat:
-            raise IllegalActionError(f"it is {COLOR_NAMES[seat_of(board.turn)]}'s turn")
+            raise NotYourTurnError(f"it is {COLOR_NAMES[seat_of(board.turn)]}'s turn")
         legal = state._legal
         move = legal.resolve(action.notation)
         fide = state.options.ruleset is Ruleset.FIDE

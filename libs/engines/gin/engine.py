@@ -21,9 +21,11 @@ from enum import StrEnum
 from libs.engines.base import (
     ActionContext,
     ChanceRequest,
+    GameOverError,
     IllegalActionError,
     InvalidOptionsError,
     MalformedActionError,
+    NotYourTurnError,
     Outcome,
     Termination,
 )
@@ -379,11 +381,11 @@ class GinEngine:
         if not isinstance(action, Take | Pass | Stock | Discard | Knock | Gin | BigGin):
             raise MalformedActionError(f"not a gin action: {action!r}")
         if state.result is not None:
-            raise IllegalActionError(f"the match is over ({state.result.detail})")
+            raise GameOverError(f"the match is over ({state.result.detail})")
         if state.phase is Phase.DEALING:
-            raise IllegalActionError("the cards are being dealt: wait for the deal")
+            raise NotYourTurnError("the cards are being dealt: wait for the deal")
         if state.to_act != seat:
-            raise IllegalActionError(f"it is seat {state.to_act}'s turn")
+            raise NotYourTurnError(f"it is seat {state.to_act}'s turn")
         if state.phase is Phase.UPCARD_OFFER:
             return _offer(state, seat, action)
         if state.phase is Phase.DRAW:

@@ -22,7 +22,7 @@ from libs.engines.base import (
 from libs.match import actor as actor_module
 from libs.match.actor import MatchActor, rebuild
 from libs.match.chance import ChanceUnavailable
-from libs.match.family import JsonObject
+from libs.match.family import JsonObject, LobbyClocks
 from libs.match.model import EventKind, MatchEvent, MatchRecord, MatchSetup
 from libs.match.store import MatchStore
 from libs.persistence import Database
@@ -94,9 +94,13 @@ class RaceFamily:
     uses_chance = True
     hides_information = False
     engine = RaceEngine()
+    lobby_clocks = LobbyClocks("race", minutes=(5,))
 
     def options_from_proto(self, options: rules_pb2.MatchOptions) -> None:
         return None
+
+    def lobby_pool(self, options: Any) -> str:
+        return "race"
 
     def options_to_json(self, options: Any) -> JsonObject:
         return {}

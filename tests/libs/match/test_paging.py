@@ -48,7 +48,7 @@ def test_a_token_gives_back_its_position_within_its_scope() -> None:
 def test_a_token_is_refused_outside_its_scope(scope: PageScope, reason: str) -> None:
     with pytest.raises(InvalidArgument) as caught:
         decode_token(encode_token(SCOPE, "chess.0.abc"), scope)
-    assert reason in caught.value.reason
+    assert reason in caught.value.message
 
 
 @pytest.mark.parametrize(

@@ -42,7 +42,7 @@ def _unavailable(error: BaseException, *why: str) -> None:
     assert isinstance(refusal, Unavailable)
     assert refusal.retry_after_ms == DATABASE_RETRY_AFTER_MS
     reasons = [f"the database is unavailable ({w}); retry in {DATABASE_RETRY_AFTER_MS} ms" for w in why]
-    assert refusal.reason in reasons
+    assert refusal.message in reasons
     assert translated(error) is not None, "the classifier is registered with the runtime"
 
 

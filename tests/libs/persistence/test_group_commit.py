@@ -113,7 +113,7 @@ async def test_close_finishes_queued_work_then_refuses_more(migrated_url: str, k
     # An Unavailable: every service answers it UNAVAILABLE with the reason (the caller retries).
     assert isinstance(caught.value, Unavailable)
     assert caught.value.code == grpc.StatusCode.UNAVAILABLE
-    assert caught.value.reason == group_commit.SHUTTING_DOWN
+    assert caught.value.message == group_commit.SHUTTING_DOWN
     await db.dispose()
     assert await _count(migrated_url) == 20
 
@@ -124,7 +124,7 @@ async def test_a_closed_committer_refuses_with_the_reason_it_was_given(migrated_
     await committer.close()
     with pytest.raises(CommitterClosed) as caught:
         await _unit(committer, "sync", "late")
-    assert caught.value.reason == "this service is going away; try again"
+    assert caught.value.message == "this service is going away; try again"
     await db.dispose()
     assert await _count(migrated_url) == 0
 

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Sequence
 import grpc
 
 from libs.runtime import FailedPrecondition, Service, ServiceConfig, run_service
+from libs.runtime.errors import ErrorReason
 from libs.runtime.log import get_logger
 
 SERVICE = "test.Sample"
@@ -41,7 +42,7 @@ async def loop(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
 
 
 async def fail(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
-    raise FailedPrecondition("you cannot do that now")
+    raise FailedPrecondition("you cannot do that now", reason=ErrorReason.ERROR_REASON_WRONG_STATE)
 
 
 async def crash(request: bytes, context: grpc.aio.ServicerContext) -> bytes:

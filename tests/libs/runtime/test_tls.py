@@ -14,7 +14,13 @@ from skillclassics.fairness.v1 import fairness_pb2, fairness_pb2_grpc
 
 from libs.runtime.authz import Authorizer, OwnsMatch
 from libs.runtime.config import ConfigError, ServiceConfig, sqlite_url
-from libs.runtime.errors import MAX_REASON_CHARS, InvalidArgument, PermissionDenied, Unauthenticated
+from libs.runtime.errors import (
+    MAX_REASON_CHARS,
+    ErrorReason,
+    InvalidArgument,
+    PermissionDenied,
+    Unauthenticated,
+)
 from libs.runtime.identity import Identity, IdentityError, identity_from_spiffe_id
 from libs.runtime.pki import Authority, ensure_development_pki
 from libs.runtime.tls import TransportSecurity
@@ -103,8 +109,12 @@ def test_the_authorizer_checks_service_then_constraint() -> None:
 
 
 def test_every_refusal_reason_is_bounded_in_one_place() -> None:
-    assert len(InvalidArgument("move " + "e4" * 10_000 + " is illegal").reason) <= MAX_REASON_CHARS
-    assert InvalidArgument("short").reason == "short"
+    invalid = ErrorReason.ERROR_REASON_INVALID_FIELDS
+    assert (
+        len(InvalidArgument("move " + "e4" * 10_000 + " is illegal", reason=invalid).message)
+        <= MAX_REASON_CHARS
+    )
+    assert InvalidArgument("short", reason=invalid).message == "short"
 
 
 async def test_an_echoed_20000_character_value_comes_back_cut(tmp_path: Path) -> None:

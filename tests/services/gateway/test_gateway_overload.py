@@ -12,8 +12,9 @@ import grpc
 import pytest
 from skillclassics.gateway.v1 import gateway_pb2 as pb
 from skillclassics.gateway.v1 import gateway_pb2_grpc
+from skillclassics.rules.v1 import rules_pb2
 
-from libs.runtime.errors import ResourceExhausted
+from libs.runtime.errors import Problem, ResourceExhausted
 from services.gateway.limits import Admission, Priority
 from tests.services.gateway.test_gateway_service import bearer, retry_guidance_ms, start_gateway
 
@@ -87,9 +88,16 @@ async def test_at_capacity_new_work_is_shed_at_once_and_play_calls_still_get_thr
                 await asyncio.sleep(0.3)  # all three are now waiting on the silent backend
                 loop = asyncio.get_running_loop()
                 started = loop.time()
+                table = pb.CreateTableRequest(
+                    family="chess",
+                    time_control=rules_pb2.TimeControl(base_ms=300_000),
+                    currency="USD",
+                    idempotency_key="t1",
+                )
                 with pytest.raises(grpc.aio.AioRpcError) as shed:
-                    await gw.CreateTable(pb.CreateTableRequest(family="chess"), metadata=bearer("p4"))
+                    await gw.CreateTable(table, metadata=bearer("p4"))
                 assert shed.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+                assert Problem.from_rpc_error(shed.value).reason == "OVERLOADED"
                 assert "matches in progress come first" in (shed.value.details() or "")
                 assert retry_guidance_ms(shed.value) == 200  # machine-readable, as in its words
                 assert loop.time() - started < 1.0  # refused at once, not queued behind the stuck calls

@@ -372,12 +372,12 @@ async def test_only_signed_in_players_act_and_only_for_their_own_seat(platform: 
     await refused(
         gw.SubmitAction(pb.SubmitActionRequest(match_id=match_id, idempotency_key="k"), metadata=alice),
         grpc.StatusCode.INVALID_ARGUMENT,
-        "action is empty",
+        "action is required",
     )
     await refused(
         gw.SubmitAction(move("not-a-match", "e4"), metadata=alice),
         grpc.StatusCode.INVALID_ARGUMENT,
-        "match id",
+        "match_id must match",
     )
     await refused(gw.SubmitAction(move("go.0.abc", "e4"), metadata=alice), grpc.StatusCode.NOT_FOUND, "go")
     await refused(
@@ -489,9 +489,13 @@ async def test_rate_limits_answer_resource_exhausted(platform: Platform, tmp_pat
         async with grpc.aio.insecure_channel(limited.address) as channel:
             gw = gateway_pb2_grpc.GatewayServiceStub(channel)
             dave = bearer("dave")
-            invalid, exhausted = grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXHAUSTED
-            for _ in range(3):  # refused calls count too (and these ones are quick)
-                await refused(gw.GetRecord(pb.GetRecordRequest(match_id="x"), metadata=dave), invalid, "")
+            missing, exhausted = grpc.StatusCode.NOT_FOUND, grpc.StatusCode.RESOURCE_EXHAUSTED
+            # Refused calls count too (and these ones are quick). A request that breaks the contract's
+            # rules is refused before the limit is counted, for less than the count costs
+            # (docs/validation.md); these are well formed and refused by the service.
+            nowhere = "chess.0.no-such-match"
+            for _ in range(3):
+                await refused(gw.GetRecord(pb.GetRecordRequest(match_id=nowhere), metadata=dave), missing, "")
             limited_call = await refused(
                 gw.ListTables(pb.ListTablesRequest(family="chess"), metadata=dave),
                 exhausted,
@@ -503,7 +507,7 @@ async def test_rate_limits_answer_resource_exhausted(platform: Platform, tmp_pat
             await gw.ListTables(pb.ListTablesRequest(family="chess"), metadata=bearer("erin"))  # per player
             for _ in range(2):
                 await stream_refused(
-                    gw.WatchMatch(pb.WatchMatchRequest(match_id="x"), metadata=dave), invalid, ""
+                    gw.WatchMatch(pb.WatchMatchRequest(match_id=nowhere), metadata=dave), missing, ""
                 )
             limited_open = await stream_refused(
                 gw.WatchLobby(pb.WatchLobbyRequest(), metadata=dave), exhausted, "too many stream opens"

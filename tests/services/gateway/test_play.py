@@ -823,7 +823,7 @@ async def test_the_play_backlog_is_bounded() -> None:
     outbox.put(pb.PlayResponse(update=rules_pb2.MatchUpdate(sequence=3)))
     error = await asyncio.wait_for(outbox.ended(), 1)
     assert isinstance(error, ResourceExhausted)
-    assert "fell behind" in error.reason
+    assert "fell behind" in error.message
 
     written: list[pb.PlayResponse] = []
 

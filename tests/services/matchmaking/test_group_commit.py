@@ -122,7 +122,7 @@ async def test_two_joins_of_one_table_in_one_transaction_have_one_winner(
     assert winner == await store.table("t-race")
     # The refusal a second joiner always got: the table is no longer open.
     assert isinstance(loser, FailedPrecondition)
-    assert loser.reason == "table t-race is not open (it is starting)"
+    assert loser.message == "table t-race is not open (it is starting)"
     assert [m["match_id"] for m in await store.matches_starting()] == ["chess.0.first"]
     assert await rows(migrated_url, mm_matches) == 1
     await store.enter_queue(queue_row("j2"))  # the loser is free: nothing of their join remained
@@ -160,7 +160,7 @@ async def test_a_refused_write_fails_alone_and_the_others_of_its_transaction_are
     assert outcomes[4:] == [None, None]
     refusal, failure = outcomes[2:4]
     assert isinstance(refusal, FailedPrecondition)
-    assert refusal.reason == "player busy is already in the queue chess|test"
+    assert refusal.message == "player busy is already in the queue chess|test"
     assert isinstance(failure, IntegrityError)
     # The others are committed; the failed pairing left a and b queued and free of any match.
     assert await store.still_queued([*fresh, "busy", "a", "b"]) == {*fresh, "busy", "a", "b"}
@@ -181,6 +181,6 @@ async def test_closing_commits_what_is_queued_and_refuses_later_writes_as_unavai
     assert await rows(migrated_url, mm_queue) == len(players)
     with pytest.raises(Unavailable) as caught:
         await store.create_table(table_row(f"t-{uuid.uuid4().hex[:8]}", "late"))
-    assert caught.value.reason == "matchmaking is shutting down and takes no more changes; try again"
+    assert caught.value.message == "matchmaking is shutting down and takes no more changes; try again"
     assert caught.value.code == grpc.StatusCode.UNAVAILABLE
     assert await store.still_queued(["late"]) == set()  # reads still work; nothing was written

@@ -24,10 +24,9 @@ from tests.services.matchmaking.test_matchmaking_service import (
     FAILED,
     Platform,
     next_event,
-    refused,
     running_platform,
 )
-from tests.support import backend_channel, start_fairness
+from tests.support import backend_channel, refused, start_fairness
 
 UNAVAILABLE = grpc.StatusCode.UNAVAILABLE
 

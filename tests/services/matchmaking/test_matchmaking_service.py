@@ -20,7 +20,7 @@ from libs.runtime import RunningServer
 from services.matchmaking.service import MatchmakingService
 from services.rules_chess.service import chess_rules_service
 from services.rules_gin.service import gin_rules_service
-from tests.support import backend_channel, free_port, start_fairness, start_in_process, transport_as
+from tests.support import backend_channel, free_port, refused, start_fairness, start_in_process, transport_as
 
 MINUTE = 60_000
 FAILED, INVALID = grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.INVALID_ARGUMENT
@@ -135,13 +135,6 @@ def queue_request(player: str, minutes: int = 5) -> pb.EnterQueueRequest:
         entry_fee_minor=100,
         currency="USD",
     )
-
-
-async def refused(call: object, code: grpc.StatusCode, reason: str) -> None:
-    with pytest.raises(grpc.aio.AioRpcError) as caught:
-        await call  # type: ignore[misc]
-    assert caught.value.code() == code, caught.value.details()
-    assert reason in (caught.value.details() or ""), caught.value.details()
 
 
 async def next_event(
@@ -262,14 +255,29 @@ async def test_the_creator_of_a_table_hears_of_it_and_no_one_else_of_a_private_o
 
 async def test_bad_requests_are_refused_with_reasons(platform: Platform) -> None:
     mm = platform.mm
-    await refused(mm.CreateTable(table_request("a", family="checkers")), INVALID, "unknown or unavailable")
-    await refused(mm.CreateTable(table_request("a", minutes=7)), INVALID, "3, 5, 10, 20, 30 minutes")
+    checkers = table_request("a", family="checkers")
+    await refused(
+        mm.CreateTable(checkers), INVALID, "unknown or unavailable", why="UNKNOWN_FAMILY", fields=("family",)
+    )
+    late = table_request("a", minutes=7)
+    await refused(mm.CreateTable(late), INVALID, "3, 5, 10, 20, 30 minutes", why="TIME_CONTROL_NOT_OFFERED")
     fen = table_request("a")
-    fen.options.chess.initial_fen = "8/8/8/8/8/8/8/K6k w - - 0 1"
-    await refused(mm.CreateTable(fen), INVALID, "initial position")
-    await refused(mm.CreateTable(table_request("a", fee=-1)), INVALID, "negative")
-    await refused(mm.CreateTable(table_request("a", currency="usd")), INVALID, "ISO 4217")
-    await refused(mm.CreateTable(table_request("bad player!")), INVALID, "player_id")
+    fen.options.chess.initial_fen = "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1"
+    await refused(
+        mm.CreateTable(fen), INVALID, "initial position", why="OPTIONS_NOT_OFFERED", fields=("options",)
+    )
+    bare = table_request("a")
+    bare.options.chess.initial_fen = "8/8/8/8/8/8/8/K6k w - - 0 1"  # not even a game: the engine says why
+    await refused(mm.CreateTable(bare), INVALID, "insufficient material", why="OPTIONS_NOT_OFFERED")
+    await refused(
+        mm.CreateTable(table_request("a", fee=-1)), INVALID, why="INVALID_FIELDS", fields=("entry_fee_minor",)
+    )
+    await refused(
+        mm.CreateTable(table_request("a", currency="usd")), INVALID, "ISO 4217", why="CURRENCY_NOT_ACCEPTED"
+    )
+    await refused(
+        mm.CreateTable(table_request("bad player!")), INVALID, why="INVALID_FIELDS", fields=("player_id",)
+    )
     table = (await mm.CreateTable(table_request("a"))).table
     await refused(
         mm.JoinTable(pb.JoinTableRequest(player_id="a", table_id=table.table_id)), FAILED, "own table"

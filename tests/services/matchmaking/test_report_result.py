@@ -26,11 +26,11 @@ from tests.services.matchmaking.test_matchmaking_service import (
     Platform,
     fools_mate,
     rated_games,
-    refused,
     result_reported_at,
     running_platform,
     table_request,
 )
+from tests.support import refused
 
 NOT_FOUND = grpc.StatusCode.NOT_FOUND
 

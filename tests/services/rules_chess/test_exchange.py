@@ -15,7 +15,7 @@ from skillclassics.rules.v1 import rules_pb2 as pb
 from libs.match.exchange import ExchangeSession
 from libs.match.service import RulesService
 from libs.runtime import RunningServer
-from libs.runtime.errors import FailedPrecondition, ResourceExhausted, Unavailable
+from libs.runtime.errors import ErrorReason, FailedPrecondition, ResourceExhausted, Unavailable
 from tests.services.rules_chess.test_rules_chess_service import Stub, create, get, move
 from tests.support import stream_calls_counted
 
@@ -80,6 +80,13 @@ class Exchange:
 
 def submit(call_id: int, request: pb.SubmitActionRequest) -> pb.ExchangeCall:
     return pb.ExchangeCall(id=call_id, submit=request)
+
+
+def a_submit(key: str) -> pb.SubmitActionRequest:
+    """A submit that keeps the contract's rules (the stream checks each call's), for the fakes."""
+    return pb.SubmitActionRequest(
+        match_id="chess.0.m", seat=0, idempotency_key=key, action=pb.Action(resign=pb.Resign())
+    )
 
 
 def watch(call_id: int, match_id: str, seat: int | None, from_sequence: int = 0) -> pb.ExchangeCall:
@@ -251,7 +258,7 @@ async def test_replies_ready_together_go_out_as_one_message() -> None:
     async def held_submit(request: pb.SubmitActionRequest) -> int:
         await gate.wait()
         if request.idempotency_key == "bad":
-            raise FailedPrecondition("illegal move")
+            raise FailedPrecondition("illegal move", reason=ErrorReason.ERROR_REASON_ILLEGAL_ACTION)
         return int(request.idempotency_key)
 
     async def no_watch(request: pb.WatchRequest) -> AsyncIterator[pb.MatchUpdate]:
@@ -266,12 +273,7 @@ async def test_replies_ready_together_go_out_as_one_message() -> None:
 
     keys = [str(n) for n in range(2, 52)] + ["bad"]
     requests.put_nowait(
-        pb.ExchangeRequest(
-            calls=[
-                pb.ExchangeCall(id=n, submit=pb.SubmitActionRequest(idempotency_key=key))
-                for n, key in enumerate(keys)
-            ]
-        )
+        pb.ExchangeRequest(calls=[pb.ExchangeCall(id=n, submit=a_submit(key)) for n, key in enumerate(keys)])
     )
     responses = session.serve(incoming())
     pending = asyncio.ensure_future(anext(responses))
@@ -308,7 +310,7 @@ async def test_each_call_is_served_under_its_callers_request_id() -> None:
         yield pb.MatchUpdate(match_id=request.match_id, sequence=1)
 
     def call(call_id: int, key: str, caller: str = "") -> pb.ExchangeCall:
-        request = pb.SubmitActionRequest(idempotency_key=key)
+        request = a_submit(key)
         return pb.ExchangeCall(id=call_id, submit=request, request_id=caller)
 
     async def incoming() -> AsyncIterator[pb.ExchangeRequest]:
@@ -317,7 +319,9 @@ async def test_each_call_is_served_under_its_callers_request_id() -> None:
                 call(1, "mine", "play-1"),
                 call(2, "unnamed"),
                 call(3, "broken", "play-3"),
-                pb.ExchangeCall(id=4, watch=pb.WatchRequest(match_id="m"), request_id="play-4"),
+                pb.ExchangeCall(
+                    id=4, watch=pb.WatchRequest(match_id="chess.0.m", spectator=True), request_id="play-4"
+                ),
             ]
         )
 
@@ -346,7 +350,11 @@ async def test_a_caller_that_does_not_read_is_cut_off() -> None:
 
     async def incoming() -> AsyncIterator[pb.ExchangeRequest]:
         yield pb.ExchangeRequest(
-            calls=[pb.ExchangeCall(id=1, watch=pb.WatchRequest(match_id=uuid.uuid4().hex))]
+            calls=[
+                pb.ExchangeCall(
+                    id=1, watch=pb.WatchRequest(match_id=f"chess.0.{uuid.uuid4().hex}", spectator=True)
+                )
+            ]
         )
         await asyncio.Event().wait()
 
@@ -375,7 +383,7 @@ async def test_a_submit_in_flight_completes_when_the_caller_goes_away() -> None:
     received = asyncio.Event()
 
     async def incoming() -> AsyncIterator[pb.ExchangeRequest]:
-        call = pb.ExchangeCall(id=1, submit=pb.SubmitActionRequest(idempotency_key="k"))
+        call = pb.ExchangeCall(id=1, submit=a_submit("k"))
         yield pb.ExchangeRequest(calls=[call])
         received.set()
         await asyncio.Event().wait()
@@ -463,12 +471,14 @@ async def test_draining_answers_the_submits_in_flight_before_the_stream_ends() -
     async def incoming() -> AsyncIterator[pb.ExchangeRequest]:
         yield pb.ExchangeRequest(
             calls=[
-                pb.ExchangeCall(id=1, watch=pb.WatchRequest(match_id="m", seat=0)),
-                pb.ExchangeCall(id=2, submit=pb.SubmitActionRequest(idempotency_key="k")),
+                pb.ExchangeCall(id=1, watch=pb.WatchRequest(match_id="chess.0.m", seat=0)),
+                pb.ExchangeCall(id=2, submit=a_submit("k")),
             ]
         )
         await late.wait()
-        yield pb.ExchangeRequest(calls=[pb.ExchangeCall(id=3, watch=pb.WatchRequest(match_id="m", seat=1))])
+        yield pb.ExchangeRequest(
+            calls=[pb.ExchangeCall(id=3, watch=pb.WatchRequest(match_id="chess.0.m", seat=1))]
+        )
         await asyncio.Event().wait()
 
     replies: list[pb.ExchangeReply] = []

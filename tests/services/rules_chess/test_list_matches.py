@@ -17,7 +17,8 @@ from libs.match.model import EventKind, MatchEvent, MatchSetup
 from libs.match.paging import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, PageScope, encode_token
 from libs.match.store import MatchStore
 from libs.persistence import Database
-from tests.services.rules_chess.test_rules_chess_service import Stub, create, list_all, play, refused
+from tests.services.rules_chess.test_rules_chess_service import Stub, create, list_all, play
+from tests.support import refused
 
 INVALID_ARGUMENT = grpc.StatusCode.INVALID_ARGUMENT
 LIVE, WAITING, FINISHED = pb.MATCH_STATUS_LIVE, pb.MATCH_STATUS_WAITING, pb.MATCH_STATUS_FINISHED
@@ -109,7 +110,8 @@ async def test_a_negative_page_size_is_refused(stub: Stub, page_size: int) -> No
     await refused(
         stub.ListMatches(request(page_size=page_size)),
         INVALID_ARGUMENT,
-        f"page_size must not be negative, got {page_size}",
+        why="INVALID_FIELDS",
+        fields=("page_size",),
     )
 
 

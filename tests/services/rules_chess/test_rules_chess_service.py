@@ -22,7 +22,7 @@ from services.rules_chess.family import ChessFamily
 from services.rules_chess.service import chess_rules_service
 from tests.callers import RULES_CALLERS, Callers
 from tests.services.rules_chess.conftest import start_rules_chess
-from tests.support import ServiceProcess, backend_channel, start_in_process
+from tests.support import ServiceProcess, backend_channel, refused, start_in_process
 
 ROOT = Path(__file__).resolve().parents[3]
 Stub = rules_pb2_grpc.RulesServiceStub
@@ -75,13 +75,6 @@ async def play(stub: Stub, match_id: str, *moves: str, first_seat: int = 0) -> p
     assert reply is not None
     answer: pb.SubmitActionResponse = reply
     return answer
-
-
-async def refused(call: object, code: grpc.StatusCode, reason: str) -> None:
-    with pytest.raises(grpc.aio.AioRpcError) as caught:
-        await call  # type: ignore[misc]
-    assert caught.value.code() == code, caught.value.details()
-    assert reason in (caught.value.details() or ""), caught.value.details()
 
 
 async def list_all(
@@ -152,17 +145,25 @@ async def test_a_whole_game_to_checkmate_with_pgn(stub: Stub) -> None:
 async def test_bad_actions_are_refused_with_clear_codes(stub: Stub) -> None:
     match_id = await create(stub)
     failed, invalid = grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.INVALID_ARGUMENT
-    await refused(stub.SubmitAction(move(match_id, 1, "e5")), failed, "White")
-    await refused(stub.SubmitAction(move(match_id, 0, "e2e5")), failed, "e2e5")
-    await refused(stub.SubmitAction(move(match_id, 0, "zz9")), invalid, "zz9")
-    await refused(stub.SubmitAction(move(match_id, 5, "e4")), invalid, "seat")
+    await refused(stub.SubmitAction(move(match_id, 1, "e5")), failed, "White", why="NOT_YOUR_TURN")
+    await refused(stub.SubmitAction(move(match_id, 0, "e2e5")), failed, "e2e5", why="ILLEGAL_ACTION")
+    await refused(stub.SubmitAction(move(match_id, 0, "zz9")), invalid, "zz9", why="MALFORMED_ACTION")
+    await refused(stub.SubmitAction(move(match_id, 5, "e4")), invalid, "seat", why="INVALID_FIELDS")
     empty = pb.SubmitActionRequest(match_id=match_id, seat=0, idempotency_key="k", action=pb.Action())
-    await refused(stub.SubmitAction(empty), invalid, "empty")
-    await refused(stub.SubmitAction(move(match_id, 0, "e4", key="")), invalid, "idempotency_key")
-    await refused(stub.SubmitAction(move("chess.0.nope", 0, "e4")), grpc.StatusCode.NOT_FOUND, "no match")
-    await refused(stub.SubmitAction(move("chess.7.other", 0, "e4")), failed, "shard 7")
-    await refused(stub.SubmitAction(move("go.0.other", 0, "e4")), invalid, "go match")
-    await refused(stub.SubmitAction(move("not an id", 0, "e4")), invalid, "match id")
+    await refused(stub.SubmitAction(empty), invalid, why="INVALID_FIELDS", fields=("action.kind",))
+    await refused(
+        stub.SubmitAction(move(match_id, 0, "e4", key="")),
+        invalid,
+        why="INVALID_FIELDS",
+        fields=("idempotency_key",),
+    )
+    nope = move("chess.0.nope", 0, "e4")
+    await refused(stub.SubmitAction(nope), grpc.StatusCode.NOT_FOUND, "no match", why="MATCH_NOT_FOUND")
+    await refused(stub.SubmitAction(move("chess.7.other", 0, "e4")), failed, "shard 7", why="WRONG_STATE")
+    await refused(stub.SubmitAction(move("go.0.other", 0, "e4")), invalid, "go match", why="WRONG_FAMILY")
+    await refused(
+        stub.SubmitAction(move("not an id", 0, "e4")), invalid, why="INVALID_FIELDS", fields=("match_id",)
+    )
     # nothing of that changed the match
     assert (await get(stub, match_id)).sequence == 1
 
@@ -493,7 +494,8 @@ async def test_list_matches_serves_every_status_with_its_filter(database_url: st
         await refused(
             stub.ListMatches(pb.ListMatchesRequest(statuses=[pb.MATCH_STATUS_UNSPECIFIED])),
             grpc.StatusCode.INVALID_ARGUMENT,
-            "unknown match status",
+            why="INVALID_FIELDS",
+            fields=("statuses[0]",),
         )
     await first.stop(grace=0.5)
     # After a restart only the unfinished matches are in memory: the listing comes from the database.

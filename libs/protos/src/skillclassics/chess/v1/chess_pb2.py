@@ -22,27 +22,34 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from skillclassics.validate.v1 import validate_pb2 as skillclassics_dot_validate_dot_v1_dot_validate__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"skillclassics/chess/v1/chess.proto\x12\x16skillclassics.chess.v1\"U\n\x0c\x43hessOptions\x12\x30\n\x07ruleset\x18\x01 \x01(\x0e\x32\x1f.skillclassics.chess.v1.Ruleset\x12\x13\n\x0binitial_fen\x18\x02 \x01(\t\"Y\n\x0b\x43hessAction\x12\x0e\n\x04move\x18\x01 \x01(\tH\x00\x12\x32\n\x04\x64raw\x18\x02 \x01(\x0e\x32\".skillclassics.chess.v1.DrawActionH\x00\x42\x06\n\x04kind\"(\n\x08Material\x12\r\n\x05white\x18\x01 \x01(\r\x12\r\n\x05\x62lack\x18\x02 \x01(\r\"%\n\tLegalMove\x12\x0b\n\x03uci\x18\x01 \x01(\t\x12\x0b\n\x03san\x18\x02 \x01(\t\"\xd5\x02\n\tChessView\x12\x0b\n\x03\x66\x65n\x18\x01 \x01(\t\x12\x30\n\x07ruleset\x18\x02 \x01(\x0e\x32\x1f.skillclassics.chess.v1.Ruleset\x12\x11\n\tmoves_san\x18\x03 \x03(\t\x12\x11\n\tmoves_uci\x18\x04 \x03(\t\x12\x15\n\rlast_move_uci\x18\x05 \x01(\t\x12\r\n\x05\x63heck\x18\x06 \x01(\x08\x12\x32\n\x08material\x18\x07 \x01(\x0b\x32 .skillclassics.chess.v1.Material\x12\x36\n\x0blegal_moves\x18\x08 \x03(\x0b\x32!.skillclassics.chess.v1.LegalMove\x12\x1a\n\rdraw_offer_by\x18\t \x01(\rH\x00\x88\x01\x01\x12\x16\n\x0e\x63\x61n_claim_draw\x18\n \x01(\x08\x12\x0b\n\x03ply\x18\x0b \x01(\rB\x10\n\x0e_draw_offer_by*I\n\x07Ruleset\x12\x17\n\x13RULESET_UNSPECIFIED\x10\x00\x12\x13\n\x0fRULESET_CONTEST\x10\x01\x12\x10\n\x0cRULESET_FIDE\x10\x02*\x88\x01\n\nDrawAction\x12\x1b\n\x17\x44RAW_ACTION_UNSPECIFIED\x10\x00\x12\x15\n\x11\x44RAW_ACTION_OFFER\x10\x01\x12\x16\n\x12\x44RAW_ACTION_ACCEPT\x10\x02\x12\x17\n\x13\x44RAW_ACTION_DECLINE\x10\x03\x12\x15\n\x11\x44RAW_ACTION_CLAIM\x10\x04\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"skillclassics/chess/v1/chess.proto\x12\x16skillclassics.chess.v1\x1a(skillclassics/validate/v1/validate.proto\"]\n\x0c\x43hessOptions\x12\x38\n\x07ruleset\x18\x01 \x01(\x0e\x32\x1f.skillclassics.chess.v1.RulesetB\x06\xc2\xc1\x18\x02\x38\x01\x12\x13\n\x0binitial_fen\x18\x02 \x01(\t\"i\n\x0b\x43hessAction\x12\x0e\n\x04move\x18\x01 \x01(\tH\x00\x12<\n\x04\x64raw\x18\x02 \x01(\x0e\x32\".skillclassics.chess.v1.DrawActionB\x08\xc2\xc1\x18\x04\x38\x01@\x01H\x00\x42\x0c\n\x04kind\x12\x04\xc8\xc1\x18\x01\"(\n\x08Material\x12\r\n\x05white\x18\x01 \x01(\r\x12\r\n\x05\x62lack\x18\x02 \x01(\r\"%\n\tLegalMove\x12\x0b\n\x03uci\x18\x01 \x01(\t\x12\x0b\n\x03san\x18\x02 \x01(\t\"\xd5\x02\n\tChessView\x12\x0b\n\x03\x66\x65n\x18\x01 \x01(\t\x12\x30\n\x07ruleset\x18\x02 \x01(\x0e\x32\x1f.skillclassics.chess.v1.Ruleset\x12\x11\n\tmoves_san\x18\x03 \x03(\t\x12\x11\n\tmoves_uci\x18\x04 \x03(\t\x12\x15\n\rlast_move_uci\x18\x05 \x01(\t\x12\r\n\x05\x63heck\x18\x06 \x01(\x08\x12\x32\n\x08material\x18\x07 \x01(\x0b\x32 .skillclassics.chess.v1.Material\x12\x36\n\x0blegal_moves\x18\x08 \x03(\x0b\x32!.skillclassics.chess.v1.LegalMove\x12\x1a\n\rdraw_offer_by\x18\t \x01(\rH\x00\x88\x01\x01\x12\x16\n\x0e\x63\x61n_claim_draw\x18\n \x01(\x08\x12\x0b\n\x03ply\x18\x0b \x01(\rB\x10\n\x0e_draw_offer_by*I\n\x07Ruleset\x12\x17\n\x13RULESET_UNSPECIFIED\x10\x00\x12\x13\n\x0fRULESET_CONTEST\x10\x01\x12\x10\n\x0cRULESET_FIDE\x10\x02*\x88\x01\n\nDrawAction\x12\x1b\n\x17\x44RAW_ACTION_UNSPECIFIED\x10\x00\x12\x15\n\x11\x44RAW_ACTION_OFFER\x10\x01\x12\x16\n\x12\x44RAW_ACTION_ACCEPT\x10\x02\x12\x17\n\x13\x44RAW_ACTION_DECLINE\x10\x03\x12\x15\n\x11\x44RAW_ACTION_CLAIM\x10\x04\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'skillclassics.chess.v1.chess_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_RULESET']._serialized_start=665
-  _globals['_RULESET']._serialized_end=738
-  _globals['_DRAWACTION']._serialized_start=741
-  _globals['_DRAWACTION']._serialized_end=877
-  _globals['_CHESSOPTIONS']._serialized_start=62
-  _globals['_CHESSOPTIONS']._serialized_end=147
-  _globals['_CHESSACTION']._serialized_start=149
-  _globals['_CHESSACTION']._serialized_end=238
-  _globals['_MATERIAL']._serialized_start=240
-  _globals['_MATERIAL']._serialized_end=280
-  _globals['_LEGALMOVE']._serialized_start=282
-  _globals['_LEGALMOVE']._serialized_end=319
-  _globals['_CHESSVIEW']._serialized_start=322
-  _globals['_CHESSVIEW']._serialized_end=663
+  _globals['_CHESSOPTIONS'].fields_by_name['ruleset']._loaded_options = None
+  _globals['_CHESSOPTIONS'].fields_by_name['ruleset']._serialized_options = b'\302\301\030\0028\001'
+  _globals['_CHESSACTION'].oneofs_by_name['kind']._loaded_options = None
+  _globals['_CHESSACTION'].oneofs_by_name['kind']._serialized_options = b'\310\301\030\001'
+  _globals['_CHESSACTION'].fields_by_name['draw']._loaded_options = None
+  _globals['_CHESSACTION'].fields_by_name['draw']._serialized_options = b'\302\301\030\0048\001@\001'
+  _globals['_RULESET']._serialized_start=731
+  _globals['_RULESET']._serialized_end=804
+  _globals['_DRAWACTION']._serialized_start=807
+  _globals['_DRAWACTION']._serialized_end=943
+  _globals['_CHESSOPTIONS']._serialized_start=104
+  _globals['_CHESSOPTIONS']._serialized_end=197
+  _globals['_CHESSACTION']._serialized_start=199
+  _globals['_CHESSACTION']._serialized_end=304
+  _globals['_MATERIAL']._serialized_start=306
+  _globals['_MATERIAL']._serialized_end=346
+  _globals['_LEGALMOVE']._serialized_start=348
+  _globals['_LEGALMOVE']._serialized_end=385
+  _globals['_CHESSVIEW']._serialized_start=388
+  _globals['_CHESSVIEW']._serialized_end=729
 # @@protoc_insertion_point(module_scope)

@@ -88,7 +88,9 @@ class ChessOptions(_message.Message):
     RULESET_FIELD_NUMBER: _builtins.int
     INITIAL_FEN_FIELD_NUMBER: _builtins.int
     ruleset: Global___Ruleset.ValueType
-    """Unspecified means contest."""
+    """Unspecified means contest.
+    Rules: a defined value.
+    """
     initial_fen: _builtins.str
     """A starting position in FEN (tournaments, tests); empty for the standard position."""
     def __init__(
@@ -116,7 +118,9 @@ class ChessAction(_message.Message):
     move: _builtins.str
     """A move in UCI (e2e4, e7e8q) or SAN (Nf3, O-O, e8=Q). A promotion must name its piece."""
     draw: Global___DrawAction.ValueType
-    """A draw offer, answer or claim; only under RULESET_FIDE (refused under contest rules)."""
+    """A draw offer, answer or claim; only under RULESET_FIDE (refused under contest rules).
+    Rules: not DRAW_ACTION_UNSPECIFIED; a defined value.
+    """
     def __init__(
         self,
         *,

@@ -22,39 +22,56 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from skillclassics.validate.v1 import validate_pb2 as skillclassics_dot_validate_dot_v1_dot_validate__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"skillclassics/clock/v1/clock.proto\x12\x16skillclassics.clock.v1\"s\n\x05Timer\x12\r\n\x05owner\x18\x01 \x01(\t\x12\x10\n\x08timer_id\x18\x02 \x01(\t\x12\x0e\n\x06\x61rm_id\x18\x03 \x01(\x04\x12\x13\n\x0b\x64\x65\x61\x64line_ms\x18\x04 \x01(\x03\x12\x0f\n\x07payload\x18\x05 \x01(\x0c\x12\x13\n\x0b\x61rmed_at_ms\x18\x06 \x01(\x03\"S\n\nArmRequest\x12\r\n\x05owner\x18\x01 \x01(\t\x12\x10\n\x08timer_id\x18\x02 \x01(\t\x12\x13\n\x0b\x64\x65\x61\x64line_ms\x18\x03 \x01(\x03\x12\x0f\n\x07payload\x18\x04 \x01(\x0c\"M\n\x0b\x41rmResponse\x12,\n\x05timer\x18\x01 \x01(\x0b\x32\x1d.skillclassics.clock.v1.Timer\x12\x10\n\x08replaced\x18\x02 \x01(\x08\"0\n\rCancelRequest\x12\r\n\x05owner\x18\x01 \x01(\t\x12\x10\n\x08timer_id\x18\x02 \x01(\t\"#\n\x0e\x43\x61ncelResponse\x12\x11\n\tcancelled\x18\x01 \x01(\x08\"=\n\nAckRequest\x12\r\n\x05owner\x18\x01 \x01(\t\x12\x10\n\x08timer_id\x18\x02 \x01(\t\x12\x0e\n\x06\x61rm_id\x18\x03 \x01(\x04\"#\n\x0b\x41\x63kResponse\x12\x14\n\x0c\x61\x63knowledged\x18\x01 \x01(\x08\"(\n\x17WatchExpirationsRequest\x12\r\n\x05owner\x18\x01 \x01(\t\"R\n\x18WatchExpirationsResponse\x12\x36\n\nexpiration\x18\x01 \x01(\x0b\x32\".skillclassics.clock.v1.Expiration\"r\n\nExpiration\x12,\n\x05timer\x18\x01 \x01(\x0b\x32\x1d.skillclassics.clock.v1.Timer\x12\x13\n\x0b\x66ired_at_ms\x18\x02 \x01(\x03\x12\x13\n\x0blateness_ms\x18\x03 \x01(\x03\x12\x0c\n\x04late\x18\x04 \x01(\x08\"\x0c\n\nNowRequest\"\x1e\n\x0bNowResponse\x12\x0f\n\x07unix_ms\x18\x01 \x01(\x03\x32\xd0\x03\n\x0c\x43lockService\x12N\n\x03\x41rm\x12\".skillclassics.clock.v1.ArmRequest\x1a#.skillclassics.clock.v1.ArmResponse\x12W\n\x06\x43\x61ncel\x12%.skillclassics.clock.v1.CancelRequest\x1a&.skillclassics.clock.v1.CancelResponse\x12N\n\x03\x41\x63k\x12\".skillclassics.clock.v1.AckRequest\x1a#.skillclassics.clock.v1.AckResponse\x12w\n\x10WatchExpirations\x12/.skillclassics.clock.v1.WatchExpirationsRequest\x1a\x30.skillclassics.clock.v1.WatchExpirationsResponse0\x01\x12N\n\x03Now\x12\".skillclassics.clock.v1.NowRequest\x1a#.skillclassics.clock.v1.NowResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"skillclassics/clock/v1/clock.proto\x12\x16skillclassics.clock.v1\x1a(skillclassics/validate/v1/validate.proto\"s\n\x05Timer\x12\r\n\x05owner\x18\x01 \x01(\t\x12\x10\n\x08timer_id\x18\x02 \x01(\t\x12\x0e\n\x06\x61rm_id\x18\x03 \x01(\x04\x12\x13\n\x0b\x64\x65\x61\x64line_ms\x18\x04 \x01(\x03\x12\x0f\n\x07payload\x18\x05 \x01(\x0c\x12\x13\n\x0b\x61rmed_at_ms\x18\x06 \x01(\x03\"\x9c\x01\n\nArmRequest\x12-\n\x05owner\x18\x01 \x01(\tB\x1e\xc2\xc1\x18\x1a\x08\x01\x18\x80\x01\"\x13^[A-Za-z0-9._:/-]+$\x12\x30\n\x08timer_id\x18\x02 \x01(\tB\x1e\xc2\xc1\x18\x1a\x08\x01\x18\x80\x01\"\x13^[A-Za-z0-9._:/-]+$\x12\x13\n\x0b\x64\x65\x61\x64line_ms\x18\x03 \x01(\x03\x12\x18\n\x07payload\x18\x04 \x01(\x0c\x42\x07\xc2\xc1\x18\x03\x18\x80 \"M\n\x0b\x41rmResponse\x12,\n\x05timer\x18\x01 \x01(\x0b\x32\x1d.skillclassics.clock.v1.Timer\x12\x10\n\x08replaced\x18\x02 \x01(\x08\"p\n\rCancelRequest\x12-\n\x05owner\x18\x01 \x01(\tB\x1e\xc2\xc1\x18\x1a\x08\x01\x18\x80\x01\"\x13^[A-Za-z0-9._:/-]+$\x12\x30\n\x08timer_id\x18\x02 \x01(\tB\x1e\xc2\xc1\x18\x1a\x08\x01\x18\x80\x01\"\x13^[A-Za-z0-9._:/-]+$\"#\n\x0e\x43\x61ncelResponse\x12\x11\n\tcancelled\x18\x01 \x01(\x08\"}\n\nAckRequest\x12-\n\x05owner\x18\x01 \x01(\tB\x1e\xc2\xc1\x18\x1a\x08\x01\x18\x80\x01\"\x13^[A-Za-z0-9._:/-]+$\x12\x30\n\x08timer_id\x18\x02 \x01(\tB\x1e\xc2\xc1\x18\x1a\x08\x01\x18\x80\x01\"\x13^[A-Za-z0-9._:/-]+$\x12\x0e\n\x06\x61rm_id\x18\x03 \x01(\x04\"#\n\x0b\x41\x63kResponse\x12\x14\n\x0c\x61\x63knowledged\x18\x01 \x01(\x08\"H\n\x17WatchExpirationsRequest\x12-\n\x05owner\x18\x01 \x01(\tB\x1e\xc2\xc1\x18\x1a\x08\x01\x18\x80\x01\"\x13^[A-Za-z0-9._:/-]+$\"R\n\x18WatchExpirationsResponse\x12\x36\n\nexpiration\x18\x01 \x01(\x0b\x32\".skillclassics.clock.v1.Expiration\"r\n\nExpiration\x12,\n\x05timer\x18\x01 \x01(\x0b\x32\x1d.skillclassics.clock.v1.Timer\x12\x13\n\x0b\x66ired_at_ms\x18\x02 \x01(\x03\x12\x13\n\x0blateness_ms\x18\x03 \x01(\x03\x12\x0c\n\x04late\x18\x04 \x01(\x08\"\x0c\n\nNowRequest\"\x1e\n\x0bNowResponse\x12\x0f\n\x07unix_ms\x18\x01 \x01(\x03\x32\xd0\x03\n\x0c\x43lockService\x12N\n\x03\x41rm\x12\".skillclassics.clock.v1.ArmRequest\x1a#.skillclassics.clock.v1.ArmResponse\x12W\n\x06\x43\x61ncel\x12%.skillclassics.clock.v1.CancelRequest\x1a&.skillclassics.clock.v1.CancelResponse\x12N\n\x03\x41\x63k\x12\".skillclassics.clock.v1.AckRequest\x1a#.skillclassics.clock.v1.AckResponse\x12w\n\x10WatchExpirations\x12/.skillclassics.clock.v1.WatchExpirationsRequest\x1a\x30.skillclassics.clock.v1.WatchExpirationsResponse0\x01\x12N\n\x03Now\x12\".skillclassics.clock.v1.NowRequest\x1a#.skillclassics.clock.v1.NowResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'skillclassics.clock.v1.clock_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_TIMER']._serialized_start=62
-  _globals['_TIMER']._serialized_end=177
-  _globals['_ARMREQUEST']._serialized_start=179
-  _globals['_ARMREQUEST']._serialized_end=262
-  _globals['_ARMRESPONSE']._serialized_start=264
-  _globals['_ARMRESPONSE']._serialized_end=341
-  _globals['_CANCELREQUEST']._serialized_start=343
-  _globals['_CANCELREQUEST']._serialized_end=391
-  _globals['_CANCELRESPONSE']._serialized_start=393
-  _globals['_CANCELRESPONSE']._serialized_end=428
-  _globals['_ACKREQUEST']._serialized_start=430
-  _globals['_ACKREQUEST']._serialized_end=491
-  _globals['_ACKRESPONSE']._serialized_start=493
-  _globals['_ACKRESPONSE']._serialized_end=528
-  _globals['_WATCHEXPIRATIONSREQUEST']._serialized_start=530
-  _globals['_WATCHEXPIRATIONSREQUEST']._serialized_end=570
-  _globals['_WATCHEXPIRATIONSRESPONSE']._serialized_start=572
-  _globals['_WATCHEXPIRATIONSRESPONSE']._serialized_end=654
-  _globals['_EXPIRATION']._serialized_start=656
-  _globals['_EXPIRATION']._serialized_end=770
-  _globals['_NOWREQUEST']._serialized_start=772
-  _globals['_NOWREQUEST']._serialized_end=784
-  _globals['_NOWRESPONSE']._serialized_start=786
-  _globals['_NOWRESPONSE']._serialized_end=816
-  _globals['_CLOCKSERVICE']._serialized_start=819
-  _globals['_CLOCKSERVICE']._serialized_end=1283
+  _globals['_ARMREQUEST'].fields_by_name['owner']._loaded_options = None
+  _globals['_ARMREQUEST'].fields_by_name['owner']._serialized_options = b'\302\301\030\032\010\001\030\200\001\"\023^[A-Za-z0-9._:/-]+$'
+  _globals['_ARMREQUEST'].fields_by_name['timer_id']._loaded_options = None
+  _globals['_ARMREQUEST'].fields_by_name['timer_id']._serialized_options = b'\302\301\030\032\010\001\030\200\001\"\023^[A-Za-z0-9._:/-]+$'
+  _globals['_ARMREQUEST'].fields_by_name['payload']._loaded_options = None
+  _globals['_ARMREQUEST'].fields_by_name['payload']._serialized_options = b'\302\301\030\003\030\200 '
+  _globals['_CANCELREQUEST'].fields_by_name['owner']._loaded_options = None
+  _globals['_CANCELREQUEST'].fields_by_name['owner']._serialized_options = b'\302\301\030\032\010\001\030\200\001\"\023^[A-Za-z0-9._:/-]+$'
+  _globals['_CANCELREQUEST'].fields_by_name['timer_id']._loaded_options = None
+  _globals['_CANCELREQUEST'].fields_by_name['timer_id']._serialized_options = b'\302\301\030\032\010\001\030\200\001\"\023^[A-Za-z0-9._:/-]+$'
+  _globals['_ACKREQUEST'].fields_by_name['owner']._loaded_options = None
+  _globals['_ACKREQUEST'].fields_by_name['owner']._serialized_options = b'\302\301\030\032\010\001\030\200\001\"\023^[A-Za-z0-9._:/-]+$'
+  _globals['_ACKREQUEST'].fields_by_name['timer_id']._loaded_options = None
+  _globals['_ACKREQUEST'].fields_by_name['timer_id']._serialized_options = b'\302\301\030\032\010\001\030\200\001\"\023^[A-Za-z0-9._:/-]+$'
+  _globals['_WATCHEXPIRATIONSREQUEST'].fields_by_name['owner']._loaded_options = None
+  _globals['_WATCHEXPIRATIONSREQUEST'].fields_by_name['owner']._serialized_options = b'\302\301\030\032\010\001\030\200\001\"\023^[A-Za-z0-9._:/-]+$'
+  _globals['_TIMER']._serialized_start=104
+  _globals['_TIMER']._serialized_end=219
+  _globals['_ARMREQUEST']._serialized_start=222
+  _globals['_ARMREQUEST']._serialized_end=378
+  _globals['_ARMRESPONSE']._serialized_start=380
+  _globals['_ARMRESPONSE']._serialized_end=457
+  _globals['_CANCELREQUEST']._serialized_start=459
+  _globals['_CANCELREQUEST']._serialized_end=571
+  _globals['_CANCELRESPONSE']._serialized_start=573
+  _globals['_CANCELRESPONSE']._serialized_end=608
+  _globals['_ACKREQUEST']._serialized_start=610
+  _globals['_ACKREQUEST']._serialized_end=735
+  _globals['_ACKRESPONSE']._serialized_start=737
+  _globals['_ACKRESPONSE']._serialized_end=772
+  _globals['_WATCHEXPIRATIONSREQUEST']._serialized_start=774
+  _globals['_WATCHEXPIRATIONSREQUEST']._serialized_end=846
+  _globals['_WATCHEXPIRATIONSRESPONSE']._serialized_start=848
+  _globals['_WATCHEXPIRATIONSRESPONSE']._serialized_end=930
+  _globals['_EXPIRATION']._serialized_start=932
+  _globals['_EXPIRATION']._serialized_end=1046
+  _globals['_NOWREQUEST']._serialized_start=1048
+  _globals['_NOWREQUEST']._serialized_end=1060
+  _globals['_NOWRESPONSE']._serialized_start=1062
+  _globals['_NOWRESPONSE']._serialized_end=1092
+  _globals['_CLOCKSERVICE']._serialized_start=1095
+  _globals['_CLOCKSERVICE']._serialized_end=1559
 # @@protoc_insertion_point(module_scope)

@@ -69,15 +69,20 @@ class ArmRequest(_message.Message):
     DEADLINE_MS_FIELD_NUMBER: _builtins.int
     PAYLOAD_FIELD_NUMBER: _builtins.int
     owner: _builtins.str
-    """Required: who arms it, 1-128 characters of A-Z a-z 0-9 . _ : / - (INVALID_ARGUMENT otherwise)."""
+    """Required: who arms it, 1-128 characters of A-Z a-z 0-9 . _ : / - (INVALID_ARGUMENT otherwise).
+    Rules: required; 1-128 characters; pattern ^[A-Za-z0-9._:/-]+$.
+    """
     timer_id: _builtins.str
     """Required: the owner's name for the timer, 1-128 characters of the same alphabet. Re-arming an existing id
     replaces its deadline.
+    Rules: required; 1-128 characters; pattern ^[A-Za-z0-9._:/-]+$.
     """
     deadline_ms: _builtins.int
     """Unix milliseconds; at most 60 s in the past (fires at once) and at most 7 days ahead."""
     payload: _builtins.bytes
-    """Optional opaque bytes returned with the expiration, at most 4096 bytes (empty: none)."""
+    """Optional opaque bytes returned with the expiration, at most 4096 bytes (empty: none).
+    Rules: at most 4096 bytes.
+    """
     def __init__(
         self,
         *,
@@ -131,9 +136,13 @@ class CancelRequest(_message.Message):
     OWNER_FIELD_NUMBER: _builtins.int
     TIMER_ID_FIELD_NUMBER: _builtins.int
     owner: _builtins.str
-    """Required: the owner that armed it (same format as Timer.owner)."""
+    """Required: the owner that armed it (same format as Timer.owner).
+    Rules: required; 1-128 characters; pattern ^[A-Za-z0-9._:/-]+$.
+    """
     timer_id: _builtins.str
-    """Required: the timer's id (same format as Timer.timer_id)."""
+    """Required: the timer's id (same format as Timer.timer_id).
+    Rules: required; 1-128 characters; pattern ^[A-Za-z0-9._:/-]+$.
+    """
     def __init__(
         self,
         *,
@@ -182,9 +191,13 @@ class AckRequest(_message.Message):
     TIMER_ID_FIELD_NUMBER: _builtins.int
     ARM_ID_FIELD_NUMBER: _builtins.int
     owner: _builtins.str
-    """Required: the owner of the timer (same format as Timer.owner)."""
+    """Required: the owner of the timer (same format as Timer.owner).
+    Rules: required; 1-128 characters; pattern ^[A-Za-z0-9._:/-]+$.
+    """
     timer_id: _builtins.str
-    """Required: the timer's id (same format as Timer.timer_id)."""
+    """Required: the timer's id (same format as Timer.timer_id).
+    Rules: required; 1-128 characters; pattern ^[A-Za-z0-9._:/-]+$.
+    """
     arm_id: _builtins.int
     """The arm_id of the expiration being acknowledged."""
     def __init__(
@@ -232,7 +245,9 @@ class WatchExpirationsRequest(_message.Message):
 
     OWNER_FIELD_NUMBER: _builtins.int
     owner: _builtins.str
-    """Required: whose expirations to stream (same format as Timer.owner)."""
+    """Required: whose expirations to stream (same format as Timer.owner).
+    Rules: required; 1-128 characters; pattern ^[A-Za-z0-9._:/-]+$.
+    """
     def __init__(
         self,
         *,

@@ -22,49 +22,76 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from skillclassics.validate.v1 import validate_pb2 as skillclassics_dot_validate_dot_v1_dot_validate__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n(skillclassics/fairness/v1/fairness.proto\x12\x19skillclassics.fairness.v1\":\n\rCommitRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x17\n\x0fidempotency_key\x18\x02 \x01(\t\"O\n\x0e\x43ommitResponse\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x12\n\ncommitment\x18\x02 \x01(\t\x12\x17\n\x0f\x63ommitted_at_ms\x18\x03 \x01(\x03\"K\n\x14\x41\x64\x64\x43lientSeedRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x0c\n\x04seat\x18\x02 \x01(\r\x12\x13\n\x0b\x63lient_seed\x18\x03 \x01(\x0c\"f\n\x15\x41\x64\x64\x43lientSeedResponse\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12;\n\x0c\x63lient_seeds\x18\x02 \x03(\x0b\x32%.skillclassics.fairness.v1.ClientSeed\"(\n\nClientSeed\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12\x0c\n\x04seed\x18\x02 \x01(\x0c\"\x9e\x01\n\x0b\x44rawRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x31\n\x04kind\x18\x03 \x01(\x0e\x32#.skillclassics.fairness.v1.DrawKind\x12\r\n\x05\x63ount\x18\x04 \x01(\r\x12\r\n\x05\x62ound\x18\x05 \x01(\x04\x12\x12\n\x05index\x18\x06 \x01(\x04H\x00\x88\x01\x01\x42\x08\n\x06_index\"S\n\x0c\x44rawResponse\x12-\n\x04\x64raw\x18\x01 \x01(\x0b\x32\x1f.skillclassics.fairness.v1.Draw\x12\x14\n\x0cnewly_issued\x18\x02 \x01(\x08\"\x9c\x01\n\x04\x44raw\x12\x0e\n\x06stream\x18\x01 \x01(\t\x12\r\n\x05index\x18\x02 \x01(\x04\x12\x31\n\x04kind\x18\x03 \x01(\x0e\x32#.skillclassics.fairness.v1.DrawKind\x12\r\n\x05\x63ount\x18\x04 \x01(\r\x12\r\n\x05\x62ound\x18\x05 \x01(\x04\x12\x0e\n\x06values\x18\x06 \x03(\x04\x12\x14\n\x0cissued_at_ms\x18\x07 \x01(\x03\"!\n\rFinishRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\":\n\x0e\x46inishResponse\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x16\n\x0e\x66inished_at_ms\x18\x02 \x01(\x03\"!\n\rRevealRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\"\xcc\x01\n\x0eRevealResponse\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x12\n\ncommitment\x18\x02 \x01(\t\x12\x13\n\x0bserver_seed\x18\x03 \x01(\x0c\x12;\n\x0c\x63lient_seeds\x18\x04 \x03(\x0b\x32%.skillclassics.fairness.v1.ClientSeed\x12.\n\x05\x64raws\x18\x05 \x03(\x0b\x32\x1f.skillclassics.fairness.v1.Draw\x12\x12\n\nproof_json\x18\x06 \x01(\t\"(\n\x14GetCommitmentRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\"\x85\x02\n\x15GetCommitmentResponse\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x12\n\ncommitment\x18\x02 \x01(\t\x12\x34\n\x05state\x18\x03 \x01(\x0e\x32%.skillclassics.fairness.v1.MatchState\x12;\n\x0c\x63lient_seeds\x18\x04 \x03(\x0b\x32%.skillclassics.fairness.v1.ClientSeed\x12:\n\x07streams\x18\x05 \x03(\x0b\x32).skillclassics.fairness.v1.StreamProgress\x12\x17\n\x0f\x63ommitted_at_ms\x18\x06 \x01(\x03\"6\n\x0eStreamProgress\x12\x0e\n\x06stream\x18\x01 \x01(\t\x12\x14\n\x0c\x64raws_issued\x18\x02 \x01(\x04*{\n\x08\x44rawKind\x12\x19\n\x15\x44RAW_KIND_UNSPECIFIED\x10\x00\x12\x12\n\x0e\x44RAW_KIND_DICE\x10\x01\x12\x15\n\x11\x44RAW_KIND_INTEGER\x10\x02\x12\x12\n\x0e\x44RAW_KIND_COIN\x10\x03\x12\x15\n\x11\x44RAW_KIND_SHUFFLE\x10\x04*r\n\nMatchState\x12\x1b\n\x17MATCH_STATE_UNSPECIFIED\x10\x00\x12\x14\n\x10MATCH_STATE_OPEN\x10\x01\x12\x17\n\x13MATCH_STATE_DRAWING\x10\x02\x12\x18\n\x14MATCH_STATE_FINISHED\x10\x03\x32\xef\x04\n\x0f\x46\x61irnessService\x12]\n\x06\x43ommit\x12(.skillclassics.fairness.v1.CommitRequest\x1a).skillclassics.fairness.v1.CommitResponse\x12r\n\rAddClientSeed\x12/.skillclassics.fairness.v1.AddClientSeedRequest\x1a\x30.skillclassics.fairness.v1.AddClientSeedResponse\x12W\n\x04\x44raw\x12&.skillclassics.fairness.v1.DrawRequest\x1a\'.skillclassics.fairness.v1.DrawResponse\x12]\n\x06\x46inish\x12(.skillclassics.fairness.v1.FinishRequest\x1a).skillclassics.fairness.v1.FinishResponse\x12]\n\x06Reveal\x12(.skillclassics.fairness.v1.RevealRequest\x1a).skillclassics.fairness.v1.RevealResponse\x12r\n\rGetCommitment\x12/.skillclassics.fairness.v1.GetCommitmentRequest\x1a\x30.skillclassics.fairness.v1.GetCommitmentResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n(skillclassics/fairness/v1/fairness.proto\x12\x19skillclassics.fairness.v1\x1a(skillclassics/validate/v1/validate.proto\"d\n\rCommitRequest\x12/\n\x08match_id\x18\x01 \x01(\tB\x1d\xc2\xc1\x18\x19\x08\x01\x18\x80\x01\"\x12^[A-Za-z0-9._:-]+$\x12\"\n\x0fidempotency_key\x18\x02 \x01(\tB\t\xc2\xc1\x18\x05\x08\x01\x18\x80\x01\"O\n\x0e\x43ommitResponse\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x12\n\ncommitment\x18\x02 \x01(\t\x12\x17\n\x0f\x63ommitted_at_ms\x18\x03 \x01(\x03\"|\n\x14\x41\x64\x64\x43lientSeedRequest\x12/\n\x08match_id\x18\x01 \x01(\tB\x1d\xc2\xc1\x18\x19\x08\x01\x18\x80\x01\"\x12^[A-Za-z0-9._:-]+$\x12\x14\n\x04seat\x18\x02 \x01(\rB\x06\xc2\xc1\x18\x02\x30\x0f\x12\x1d\n\x0b\x63lient_seed\x18\x03 \x01(\x0c\x42\x08\xc2\xc1\x18\x04\x10\x01\x18@\"f\n\x15\x41\x64\x64\x43lientSeedResponse\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12;\n\x0c\x63lient_seeds\x18\x02 \x03(\x0b\x32%.skillclassics.fairness.v1.ClientSeed\"(\n\nClientSeed\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12\x0c\n\x04seed\x18\x02 \x01(\x0c\"\xf6\x01\n\x0b\x44rawRequest\x12/\n\x08match_id\x18\x01 \x01(\tB\x1d\xc2\xc1\x18\x19\x08\x01\x18\x80\x01\"\x12^[A-Za-z0-9._:-]+$\x12(\n\x06stream\x18\x02 \x01(\tB\x18\xc2\xc1\x18\x14\x08\x01\x18@\"\x0e^[a-z0-9._-]+$\x12;\n\x04kind\x18\x03 \x01(\x0e\x32#.skillclassics.fairness.v1.DrawKindB\x08\xc2\xc1\x18\x04\x38\x01@\x01\x12\x16\n\x05\x63ount\x18\x04 \x01(\rB\x07\xc2\xc1\x18\x03\x30\x80\x08\x12\x19\n\x05\x62ound\x18\x05 \x01(\x04\x42\n\xc2\xc1\x18\x06\x30\x80\x80\x80\x80\x10\x12\x12\n\x05index\x18\x06 \x01(\x04H\x00\x88\x01\x01\x42\x08\n\x06_index\"S\n\x0c\x44rawResponse\x12-\n\x04\x64raw\x18\x01 \x01(\x0b\x32\x1f.skillclassics.fairness.v1.Draw\x12\x14\n\x0cnewly_issued\x18\x02 \x01(\x08\"\x9c\x01\n\x04\x44raw\x12\x0e\n\x06stream\x18\x01 \x01(\t\x12\r\n\x05index\x18\x02 \x01(\x04\x12\x31\n\x04kind\x18\x03 \x01(\x0e\x32#.skillclassics.fairness.v1.DrawKind\x12\r\n\x05\x63ount\x18\x04 \x01(\r\x12\r\n\x05\x62ound\x18\x05 \x01(\x04\x12\x0e\n\x06values\x18\x06 \x03(\x04\x12\x14\n\x0cissued_at_ms\x18\x07 \x01(\x03\"@\n\rFinishRequest\x12/\n\x08match_id\x18\x01 \x01(\tB\x1d\xc2\xc1\x18\x19\x08\x01\x18\x80\x01\"\x12^[A-Za-z0-9._:-]+$\":\n\x0e\x46inishResponse\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x16\n\x0e\x66inished_at_ms\x18\x02 \x01(\x03\"@\n\rRevealRequest\x12/\n\x08match_id\x18\x01 \x01(\tB\x1d\xc2\xc1\x18\x19\x08\x01\x18\x80\x01\"\x12^[A-Za-z0-9._:-]+$\"\xcc\x01\n\x0eRevealResponse\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x12\n\ncommitment\x18\x02 \x01(\t\x12\x13\n\x0bserver_seed\x18\x03 \x01(\x0c\x12;\n\x0c\x63lient_seeds\x18\x04 \x03(\x0b\x32%.skillclassics.fairness.v1.ClientSeed\x12.\n\x05\x64raws\x18\x05 \x03(\x0b\x32\x1f.skillclassics.fairness.v1.Draw\x12\x12\n\nproof_json\x18\x06 \x01(\t\"G\n\x14GetCommitmentRequest\x12/\n\x08match_id\x18\x01 \x01(\tB\x1d\xc2\xc1\x18\x19\x08\x01\x18\x80\x01\"\x12^[A-Za-z0-9._:-]+$\"\x85\x02\n\x15GetCommitmentResponse\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x12\n\ncommitment\x18\x02 \x01(\t\x12\x34\n\x05state\x18\x03 \x01(\x0e\x32%.skillclassics.fairness.v1.MatchState\x12;\n\x0c\x63lient_seeds\x18\x04 \x03(\x0b\x32%.skillclassics.fairness.v1.ClientSeed\x12:\n\x07streams\x18\x05 \x03(\x0b\x32).skillclassics.fairness.v1.StreamProgress\x12\x17\n\x0f\x63ommitted_at_ms\x18\x06 \x01(\x03\"6\n\x0eStreamProgress\x12\x0e\n\x06stream\x18\x01 \x01(\t\x12\x14\n\x0c\x64raws_issued\x18\x02 \x01(\x04*{\n\x08\x44rawKind\x12\x19\n\x15\x44RAW_KIND_UNSPECIFIED\x10\x00\x12\x12\n\x0e\x44RAW_KIND_DICE\x10\x01\x12\x15\n\x11\x44RAW_KIND_INTEGER\x10\x02\x12\x12\n\x0e\x44RAW_KIND_COIN\x10\x03\x12\x15\n\x11\x44RAW_KIND_SHUFFLE\x10\x04*r\n\nMatchState\x12\x1b\n\x17MATCH_STATE_UNSPECIFIED\x10\x00\x12\x14\n\x10MATCH_STATE_OPEN\x10\x01\x12\x17\n\x13MATCH_STATE_DRAWING\x10\x02\x12\x18\n\x14MATCH_STATE_FINISHED\x10\x03\x32\xef\x04\n\x0f\x46\x61irnessService\x12]\n\x06\x43ommit\x12(.skillclassics.fairness.v1.CommitRequest\x1a).skillclassics.fairness.v1.CommitResponse\x12r\n\rAddClientSeed\x12/.skillclassics.fairness.v1.AddClientSeedRequest\x1a\x30.skillclassics.fairness.v1.AddClientSeedResponse\x12W\n\x04\x44raw\x12&.skillclassics.fairness.v1.DrawRequest\x1a\'.skillclassics.fairness.v1.DrawResponse\x12]\n\x06\x46inish\x12(.skillclassics.fairness.v1.FinishRequest\x1a).skillclassics.fairness.v1.FinishResponse\x12]\n\x06Reveal\x12(.skillclassics.fairness.v1.RevealRequest\x1a).skillclassics.fairness.v1.RevealResponse\x12r\n\rGetCommitment\x12/.skillclassics.fairness.v1.GetCommitmentRequest\x1a\x30.skillclassics.fairness.v1.GetCommitmentResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'skillclassics.fairness.v1.fairness_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_DRAWKIND']._serialized_start=1539
-  _globals['_DRAWKIND']._serialized_end=1662
-  _globals['_MATCHSTATE']._serialized_start=1664
-  _globals['_MATCHSTATE']._serialized_end=1778
-  _globals['_COMMITREQUEST']._serialized_start=71
-  _globals['_COMMITREQUEST']._serialized_end=129
-  _globals['_COMMITRESPONSE']._serialized_start=131
-  _globals['_COMMITRESPONSE']._serialized_end=210
-  _globals['_ADDCLIENTSEEDREQUEST']._serialized_start=212
-  _globals['_ADDCLIENTSEEDREQUEST']._serialized_end=287
-  _globals['_ADDCLIENTSEEDRESPONSE']._serialized_start=289
-  _globals['_ADDCLIENTSEEDRESPONSE']._serialized_end=391
-  _globals['_CLIENTSEED']._serialized_start=393
-  _globals['_CLIENTSEED']._serialized_end=433
-  _globals['_DRAWREQUEST']._serialized_start=436
-  _globals['_DRAWREQUEST']._serialized_end=594
-  _globals['_DRAWRESPONSE']._serialized_start=596
-  _globals['_DRAWRESPONSE']._serialized_end=679
-  _globals['_DRAW']._serialized_start=682
-  _globals['_DRAW']._serialized_end=838
-  _globals['_FINISHREQUEST']._serialized_start=840
-  _globals['_FINISHREQUEST']._serialized_end=873
-  _globals['_FINISHRESPONSE']._serialized_start=875
-  _globals['_FINISHRESPONSE']._serialized_end=933
-  _globals['_REVEALREQUEST']._serialized_start=935
-  _globals['_REVEALREQUEST']._serialized_end=968
-  _globals['_REVEALRESPONSE']._serialized_start=971
-  _globals['_REVEALRESPONSE']._serialized_end=1175
-  _globals['_GETCOMMITMENTREQUEST']._serialized_start=1177
-  _globals['_GETCOMMITMENTREQUEST']._serialized_end=1217
-  _globals['_GETCOMMITMENTRESPONSE']._serialized_start=1220
-  _globals['_GETCOMMITMENTRESPONSE']._serialized_end=1481
-  _globals['_STREAMPROGRESS']._serialized_start=1483
-  _globals['_STREAMPROGRESS']._serialized_end=1537
-  _globals['_FAIRNESSSERVICE']._serialized_start=1781
-  _globals['_FAIRNESSSERVICE']._serialized_end=2404
+  _globals['_COMMITREQUEST'].fields_by_name['match_id']._loaded_options = None
+  _globals['_COMMITREQUEST'].fields_by_name['match_id']._serialized_options = b'\302\301\030\031\010\001\030\200\001\"\022^[A-Za-z0-9._:-]+$'
+  _globals['_COMMITREQUEST'].fields_by_name['idempotency_key']._loaded_options = None
+  _globals['_COMMITREQUEST'].fields_by_name['idempotency_key']._serialized_options = b'\302\301\030\005\010\001\030\200\001'
+  _globals['_ADDCLIENTSEEDREQUEST'].fields_by_name['match_id']._loaded_options = None
+  _globals['_ADDCLIENTSEEDREQUEST'].fields_by_name['match_id']._serialized_options = b'\302\301\030\031\010\001\030\200\001\"\022^[A-Za-z0-9._:-]+$'
+  _globals['_ADDCLIENTSEEDREQUEST'].fields_by_name['seat']._loaded_options = None
+  _globals['_ADDCLIENTSEEDREQUEST'].fields_by_name['seat']._serialized_options = b'\302\301\030\0020\017'
+  _globals['_ADDCLIENTSEEDREQUEST'].fields_by_name['client_seed']._loaded_options = None
+  _globals['_ADDCLIENTSEEDREQUEST'].fields_by_name['client_seed']._serialized_options = b'\302\301\030\004\020\001\030@'
+  _globals['_DRAWREQUEST'].fields_by_name['match_id']._loaded_options = None
+  _globals['_DRAWREQUEST'].fields_by_name['match_id']._serialized_options = b'\302\301\030\031\010\001\030\200\001\"\022^[A-Za-z0-9._:-]+$'
+  _globals['_DRAWREQUEST'].fields_by_name['stream']._loaded_options = None
+  _globals['_DRAWREQUEST'].fields_by_name['stream']._serialized_options = b'\302\301\030\024\010\001\030@\"\016^[a-z0-9._-]+$'
+  _globals['_DRAWREQUEST'].fields_by_name['kind']._loaded_options = None
+  _globals['_DRAWREQUEST'].fields_by_name['kind']._serialized_options = b'\302\301\030\0048\001@\001'
+  _globals['_DRAWREQUEST'].fields_by_name['count']._loaded_options = None
+  _globals['_DRAWREQUEST'].fields_by_name['count']._serialized_options = b'\302\301\030\0030\200\010'
+  _globals['_DRAWREQUEST'].fields_by_name['bound']._loaded_options = None
+  _globals['_DRAWREQUEST'].fields_by_name['bound']._serialized_options = b'\302\301\030\0060\200\200\200\200\020'
+  _globals['_FINISHREQUEST'].fields_by_name['match_id']._loaded_options = None
+  _globals['_FINISHREQUEST'].fields_by_name['match_id']._serialized_options = b'\302\301\030\031\010\001\030\200\001\"\022^[A-Za-z0-9._:-]+$'
+  _globals['_REVEALREQUEST'].fields_by_name['match_id']._loaded_options = None
+  _globals['_REVEALREQUEST'].fields_by_name['match_id']._serialized_options = b'\302\301\030\031\010\001\030\200\001\"\022^[A-Za-z0-9._:-]+$'
+  _globals['_GETCOMMITMENTREQUEST'].fields_by_name['match_id']._loaded_options = None
+  _globals['_GETCOMMITMENTREQUEST'].fields_by_name['match_id']._serialized_options = b'\302\301\030\031\010\001\030\200\001\"\022^[A-Za-z0-9._:-]+$'
+  _globals['_DRAWKIND']._serialized_start=1853
+  _globals['_DRAWKIND']._serialized_end=1976
+  _globals['_MATCHSTATE']._serialized_start=1978
+  _globals['_MATCHSTATE']._serialized_end=2092
+  _globals['_COMMITREQUEST']._serialized_start=113
+  _globals['_COMMITREQUEST']._serialized_end=213
+  _globals['_COMMITRESPONSE']._serialized_start=215
+  _globals['_COMMITRESPONSE']._serialized_end=294
+  _globals['_ADDCLIENTSEEDREQUEST']._serialized_start=296
+  _globals['_ADDCLIENTSEEDREQUEST']._serialized_end=420
+  _globals['_ADDCLIENTSEEDRESPONSE']._serialized_start=422
+  _globals['_ADDCLIENTSEEDRESPONSE']._serialized_end=524
+  _globals['_CLIENTSEED']._serialized_start=526
+  _globals['_CLIENTSEED']._serialized_end=566
+  _globals['_DRAWREQUEST']._serialized_start=569
+  _globals['_DRAWREQUEST']._serialized_end=815
+  _globals['_DRAWRESPONSE']._serialized_start=817
+  _globals['_DRAWRESPONSE']._serialized_end=900
+  _globals['_DRAW']._serialized_start=903
+  _globals['_DRAW']._serialized_end=1059
+  _globals['_FINISHREQUEST']._serialized_start=1061
+  _globals['_FINISHREQUEST']._serialized_end=1125
+  _globals['_FINISHRESPONSE']._serialized_start=1127
+  _globals['_FINISHRESPONSE']._serialized_end=1185
+  _globals['_REVEALREQUEST']._serialized_start=1187
+  _globals['_REVEALREQUEST']._serialized_end=1251
+  _globals['_REVEALRESPONSE']._serialized_start=1254
+  _globals['_REVEALRESPONSE']._serialized_end=1458
+  _globals['_GETCOMMITMENTREQUEST']._serialized_start=1460
+  _globals['_GETCOMMITMENTREQUEST']._serialized_end=1531
+  _globals['_GETCOMMITMENTRESPONSE']._serialized_start=1534
+  _globals['_GETCOMMITMENTRESPONSE']._serialized_end=1795
+  _globals['_STREAMPROGRESS']._serialized_start=1797
+  _globals['_STREAMPROGRESS']._serialized_end=1851
+  _globals['_FAIRNESSSERVICE']._serialized_start=2095
+  _globals['_FAIRNESSSERVICE']._serialized_end=2718
 # @@protoc_insertion_point(module_scope)

@@ -88,9 +88,13 @@ class CommitRequest(_message.Message):
     MATCH_ID_FIELD_NUMBER: _builtins.int
     IDEMPOTENCY_KEY_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
-    """The match the stream belongs to (1-128 characters of A-Z a-z 0-9 . _ : -)."""
+    """The match the stream belongs to (1-128 characters of A-Z a-z 0-9 . _ : -).
+    Rules: required; 1-128 characters; pattern ^[A-Za-z0-9._:-]+$.
+    """
     idempotency_key: _builtins.str
-    """Client-chosen key that makes a retried Commit return the original answer."""
+    """Client-chosen key that makes a retried Commit return the original answer.
+    Rules: required; 1-128 characters.
+    """
     def __init__(
         self,
         *,
@@ -147,11 +151,17 @@ class AddClientSeedRequest(_message.Message):
     SEAT_FIELD_NUMBER: _builtins.int
     CLIENT_SEED_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
-    """Required: a match with a commitment (NOT_FOUND otherwise); same format as CommitRequest.match_id."""
+    """Required: a match with a commitment (NOT_FOUND otherwise); same format as CommitRequest.match_id.
+    Rules: required; 1-128 characters; pattern ^[A-Za-z0-9._:-]+$.
+    """
     seat: _builtins.int
-    """The seat adding the seed (0 for the first seat, 1 for the second, ...)."""
+    """The seat adding the seed (0 for the first seat, 1 for the second, ...).
+    Rules: at most 15.
+    """
     client_seed: _builtins.bytes
-    """1 to 64 bytes chosen by the player."""
+    """1 to 64 bytes chosen by the player.
+    Rules: 1-64 bytes.
+    """
     def __init__(
         self,
         *,
@@ -237,16 +247,25 @@ class DrawRequest(_message.Message):
     BOUND_FIELD_NUMBER: _builtins.int
     INDEX_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
-    """Required: a match with a commitment (NOT_FOUND otherwise)."""
+    """Required: a match with a commitment (NOT_FOUND otherwise).
+    Rules: required; 1-128 characters; pattern ^[A-Za-z0-9._:-]+$.
+    """
     stream: _builtins.str
-    """Stream name, 1-64 characters of a-z 0-9 . _ - (for example "dice", "shuffle", "setup")."""
+    """Stream name, 1-64 characters of a-z 0-9 . _ - (for example "dice", "shuffle", "setup").
+    Rules: required; 1-64 characters; pattern ^[a-z0-9._-]+$.
+    """
     kind: Global___DrawKind.ValueType
-    """Required: what to draw; DRAW_KIND_UNSPECIFIED is INVALID_ARGUMENT."""
+    """Required: what to draw; DRAW_KIND_UNSPECIFIED is INVALID_ARGUMENT.
+    Rules: not DRAW_KIND_UNSPECIFIED; a defined value.
+    """
     count: _builtins.int
-    """How many values: dice, integers and coins take 1-1024; a shuffle takes 1 (or 0, read as 1)."""
+    """How many values: dice, integers and coins take 1-1024; a shuffle takes 1 (or 0, read as 1).
+    Rules: at most 1024.
+    """
     bound: _builtins.int
     """Upper bound (exclusive) for integers, 1 to 2^32; number of items for a shuffle, 1-1024; unused
     (0) for dice and coins.
+    Rules: at most 4294967296.
     """
     index: _builtins.int
     """The draw index wanted. Unset: the next one. An index already issued returns the recorded values
@@ -356,7 +375,9 @@ class FinishRequest(_message.Message):
 
     MATCH_ID_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
-    """Required: a match with a commitment (NOT_FOUND otherwise)."""
+    """Required: a match with a commitment (NOT_FOUND otherwise).
+    Rules: required; 1-128 characters; pattern ^[A-Za-z0-9._:-]+$.
+    """
     def __init__(
         self,
         *,
@@ -404,7 +425,9 @@ class RevealRequest(_message.Message):
 
     MATCH_ID_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
-    """Required: a match with a commitment (NOT_FOUND otherwise)."""
+    """Required: a match with a commitment (NOT_FOUND otherwise).
+    Rules: required; 1-128 characters; pattern ^[A-Za-z0-9._:-]+$.
+    """
     def __init__(
         self,
         *,
@@ -472,7 +495,9 @@ class GetCommitmentRequest(_message.Message):
 
     MATCH_ID_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
-    """Required: a match with a commitment (NOT_FOUND otherwise)."""
+    """Required: a match with a commitment (NOT_FOUND otherwise).
+    Rules: required; 1-128 characters; pattern ^[A-Za-z0-9._:-]+$.
+    """
     def __init__(
         self,
         *,

@@ -7,6 +7,7 @@ from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
+from skillclassics.errors.v1 import errors_pb2 as _errors_pb2
 from skillclassics.matchmaking.v1 import matchmaking_pb2 as _matchmaking_pb2
 from skillclassics.rules.v1 import rules_pb2 as _rules_pb2
 import builtins as _builtins
@@ -104,15 +105,24 @@ class CreateTableRequest(_message.Message):
     family: _builtins.str
     """Required: the game family, "chess" or "gin" (any other is INVALID_ARGUMENT; a family with no rules shard
     configured is UNAVAILABLE).
+    Rules: required.
     """
     entry_fee_minor: _builtins.int
-    """The entry fee in the currency's minor units (cents)."""
+    """The entry fee in the currency's minor units (cents).
+    Rules: from 0 to 1000000000000.
+    """
     currency: _builtins.str
-    """ISO 4217 code, e.g. "USD"."""
+    """ISO 4217 code, e.g. "USD".
+    Rules: required.
+    """
     visibility: _matchmaking_pb2.Visibility.ValueType
-    """Who sees the table; VISIBILITY_UNSPECIFIED means public."""
+    """Who sees the table; VISIBILITY_UNSPECIFIED means public.
+    Rules: a defined value.
+    """
     idempotency_key: _builtins.str
-    """Required, 1-128 characters, chosen by the client; a second table with the same key is ALREADY_EXISTS."""
+    """Required, 1-128 characters, chosen by the client; a second table with the same key is ALREADY_EXISTS.
+    Rules: required; 1-128 characters.
+    """
     @_builtins.property
     def options(self) -> _rules_pb2.MatchOptions:
         """The family's options; unset means its defaults. Chess: ruleset contest or FIDE, no initial_fen. Gin: any
@@ -124,6 +134,7 @@ class CreateTableRequest(_message.Message):
         """Required: one of the family's lobby clocks (INVALID_ARGUMENT otherwise). Chess: base_ms of 3, 5, 10, 20
         or 30 minutes, nothing else set. Gin: base_ms of 5, 10, 15, 20 or 30 minutes for the match plus
         increment_ms of 0, 5000 or 10000, nothing else set.
+        Rules: required.
         """
 
     def __init__(
@@ -182,9 +193,13 @@ class ListTablesRequest(_message.Message):
     LIMIT_FIELD_NUMBER: _builtins.int
     FREE_ONLY_FIELD_NUMBER: _builtins.int
     family: _builtins.str
-    """Required: the game family, "chess" or "gin" (any other is INVALID_ARGUMENT)."""
+    """Required: the game family, "chess" or "gin" (any other is INVALID_ARGUMENT).
+    Rules: required.
+    """
     max_entry_fee_minor: _builtins.int
-    """Only tables whose fee is at most this (0: any)."""
+    """Only tables whose fee is at most this (0: any).
+    Rules: at least 0.
+    """
     currency: _builtins.str
     """Only tables in this currency (empty: any)."""
     base_ms: _builtins.int
@@ -245,7 +260,9 @@ class JoinTableRequest(_message.Message):
 
     TABLE_ID_FIELD_NUMBER: _builtins.int
     table_id: _builtins.str
-    """Required: the table's id (NOT_FOUND when unknown)."""
+    """Required: the table's id (NOT_FOUND when unknown).
+    Rules: required.
+    """
     def __init__(
         self,
         *,
@@ -291,7 +308,9 @@ class LeaveTableRequest(_message.Message):
 
     TABLE_ID_FIELD_NUMBER: _builtins.int
     table_id: _builtins.str
-    """Required: the table's id (NOT_FOUND when unknown)."""
+    """Required: the table's id (NOT_FOUND when unknown).
+    Rules: required.
+    """
     def __init__(
         self,
         *,
@@ -345,12 +364,16 @@ class EnterQueueRequest(_message.Message):
     family: _builtins.str
     """Required: the game family, "chess" or "gin" (any other is INVALID_ARGUMENT; a family with no rules shard
     configured is UNAVAILABLE).
+    Rules: required.
     """
     entry_fee_minor: _builtins.int
-    """The entry fee in the currency's minor units (cents), 0 (free) to 10^12; negative is INVALID_ARGUMENT."""
+    """The entry fee in the currency's minor units (cents), 0 (free) to 10^12; negative is INVALID_ARGUMENT.
+    Rules: from 0 to 1000000000000.
+    """
     currency: _builtins.str
     """Required even for a free entry: an active ISO 4217 code such as "USD" (metals, units of account and
     XTS/XXX are refused); INVALID_ARGUMENT otherwise.
+    Rules: required.
     """
     @_builtins.property
     def options(self) -> _rules_pb2.MatchOptions:
@@ -363,6 +386,7 @@ class EnterQueueRequest(_message.Message):
         """Required: one of the family's lobby clocks (INVALID_ARGUMENT otherwise). Chess: base_ms of 3, 5, 10, 20
         or 30 minutes, nothing else set. Gin: base_ms of 5, 10, 15, 20 or 30 minutes for the match plus
         increment_ms of 0, 5000 or 10000, nothing else set.
+        Rules: required.
         """
 
     def __init__(
@@ -623,12 +647,17 @@ class SubmitActionRequest(_message.Message):
     match_id: _builtins.str
     """Required: the match id, "<family>.<shard>.<unique>" (INVALID_ARGUMENT when malformed, NOT_FOUND when no
     such shard or match).
+    Rules: required; pattern ^[a-z]{2,32}\\.[0-9]{1,4}\\.[A-Za-z0-9_-]{1,80}$.
     """
     idempotency_key: _builtins.str
-    """Client-chosen; a retry with the same key returns the original answer."""
+    """Client-chosen; a retry with the same key returns the original answer.
+    Rules: required; 1-128 characters.
+    """
     @_builtins.property
     def action(self) -> _rules_pb2.Action:
-        """Required: the action (see skillclassics.rules.v1.Action)."""
+        """Required: the action (see skillclassics.rules.v1.Action).
+        Rules: required.
+        """
 
     def __init__(
         self,
@@ -691,6 +720,7 @@ class WatchMatchRequest(_message.Message):
     match_id: _builtins.str
     """Required: the match id, "<family>.<shard>.<unique>" (INVALID_ARGUMENT when malformed, NOT_FOUND when no
     such shard or match).
+    Rules: required; pattern ^[a-z]{2,32}\\.[0-9]{1,4}\\.[A-Za-z0-9_-]{1,80}$.
     """
     spectator: _builtins.bool
     """Watch as a spectator (the public view). Otherwise the caller must be seated and sees their seat's
@@ -750,6 +780,7 @@ class GetMatchRequest(_message.Message):
     match_id: _builtins.str
     """Required: the match id, "<family>.<shard>.<unique>" (INVALID_ARGUMENT when malformed, NOT_FOUND when no
     such shard or match).
+    Rules: required; pattern ^[a-z]{2,32}\\.[0-9]{1,4}\\.[A-Za-z0-9_-]{1,80}$.
     """
     spectator: _builtins.bool
     """As a spectator (the public view); otherwise as the caller's seat."""
@@ -825,6 +856,7 @@ class GetRecordRequest(_message.Message):
     match_id: _builtins.str
     """Required: the match id, "<family>.<shard>.<unique>" (INVALID_ARGUMENT when malformed, NOT_FOUND when no
     such shard or match).
+    Rules: required; pattern ^[a-z]{2,32}\\.[0-9]{1,4}\\.[A-Za-z0-9_-]{1,80}$.
     """
     def __init__(
         self,
@@ -903,6 +935,7 @@ class GetFairnessProofRequest(_message.Message):
     match_id: _builtins.str
     """Required: the match id (INVALID_ARGUMENT when malformed; NOT_FOUND for a match without a fairness
     stream).
+    Rules: required; pattern ^[a-z]{2,32}\\.[0-9]{1,4}\\.[A-Za-z0-9_-]{1,80}$.
     """
     def __init__(
         self,
@@ -956,10 +989,13 @@ class AddClientSeedRequest(_message.Message):
     MATCH_ID_FIELD_NUMBER: _builtins.int
     CLIENT_SEED_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
-    """Required: a match the caller is seated in."""
+    """Required: a match the caller is seated in.
+    Rules: required; pattern ^[a-z]{2,32}\\.[0-9]{1,4}\\.[A-Za-z0-9_-]{1,80}$.
+    """
     client_seed: _builtins.bytes
     """Required: 1-64 bytes (32 random bytes recommended); another length is INVALID_ARGUMENT. Repeating the
     identical seed is a no-op, a different second seed ALREADY_EXISTS.
+    Rules: 1-64 bytes.
     """
     def __init__(
         self,
@@ -1015,7 +1051,9 @@ class PlayRequest(_message.Message):
 
     @_builtins.property
     def action(self) -> Global___PlayAction:
-        """One action for the caller's seat; answered by a PlayAnswer."""
+        """One action for the caller's seat; answered by a PlayAnswer.
+        Rules: its message's rules are checked by the handler, one item at a time.
+        """
 
     def __init__(
         self,
@@ -1044,6 +1082,7 @@ class PlayOpen(_message.Message):
     match_id: _builtins.str
     """Required: the match id, "<family>.<shard>.<unique>" of a match the caller is seated in (PERMISSION_DENIED
     otherwise; INVALID_ARGUMENT when malformed, NOT_FOUND when no such shard or match).
+    Rules: required; pattern ^[a-z]{2,32}\\.[0-9]{1,4}\\.[A-Za-z0-9_-]{1,80}$.
     """
     from_sequence: _builtins.int
     """The last sequence seen; updates after it are sent (0: from the start). Reconnect with it."""
@@ -1072,10 +1111,13 @@ class PlayAction(_message.Message):
     idempotency_key: _builtins.str
     """Client-chosen, 1-128 characters; the answer names it, and a retry with the same key (on this or
     a later stream, or through SubmitAction) returns the original answer.
+    Rules: required; 1-128 characters.
     """
     @_builtins.property
     def action(self) -> _rules_pb2.Action:
-        """Required: the action (see skillclassics.rules.v1.Action)."""
+        """Required: the action (see skillclassics.rules.v1.Action).
+        Rules: required.
+        """
 
     def __init__(
         self,
@@ -1165,16 +1207,24 @@ class PlayAnswer(_message.Message):
     SEQUENCE_FIELD_NUMBER: _builtins.int
     CODE_FIELD_NUMBER: _builtins.int
     MESSAGE_FIELD_NUMBER: _builtins.int
+    DETAILS_FIELD_NUMBER: _builtins.int
     idempotency_key: _builtins.str
     """The action's idempotency key."""
     sequence: _builtins.int
     """The action was accepted with this sequence number (its update comes on the stream). 0 when refused."""
     code: _builtins.int
     """The action was refused: a gRPC status code number (google.rpc.Code) and a reason. 0 (OK) when
-    accepted.
+    accepted. A program reads details instead.
     """
     message: _builtins.str
     """Why the action was refused, for people; empty when accepted."""
+    @_builtins.property
+    def details(self) -> _errors_pb2.ErrorDetails:
+        """Why the action was refused, for programs: the reason from the catalogue (NOT_YOUR_TURN,
+        ILLEGAL_ACTION, RATE_LIMITED, ...; each has one code), retry guidance and invalid fields, as a
+        refused SubmitAction's status details give them (docs/errors.md). Unset when accepted.
+        """
+
     def __init__(
         self,
         *,
@@ -1182,10 +1232,11 @@ class PlayAnswer(_message.Message):
         sequence: _builtins.int = ...,
         code: _builtins.int = ...,
         message: _builtins.str = ...,
+        details: _errors_pb2.ErrorDetails | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["details", b"details"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["code", b"code", "idempotency_key", b"idempotency_key", "message", b"message", "sequence", b"sequence"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["code", b"code", "details", b"details", "idempotency_key", b"idempotency_key", "message", b"message", "sequence", b"sequence"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -22,33 +22,38 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from skillclassics.validate.v1 import validate_pb2 as skillclassics_dot_validate_dot_v1_dot_validate__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1eskillclassics/gin/v1/gin.proto\x12\x14skillclassics.gin.v1\"R\n\nGinOptions\x12.\n\x07variant\x18\x01 \x01(\x0e\x32\x1d.skillclassics.gin.v1.Variant\x12\x14\n\x0chands_to_win\x18\x02 \x01(\r\"\x1b\n\tGinAction\x12\x0e\n\x06\x61\x63tion\x18\x01 \x01(\t\"\x15\n\x04Meld\x12\r\n\x05\x63\x61rds\x18\x01 \x03(\t\"B\n\tSeatCards\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12\x12\n\ncard_count\x18\x02 \x01(\r\x12\x13\n\x0bknown_cards\x18\x03 \x03(\t\"\x91\x01\n\nHandReveal\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12\r\n\x05\x63\x61rds\x18\x02 \x03(\t\x12)\n\x05melds\x18\x03 \x03(\x0b\x32\x1a.skillclassics.gin.v1.Meld\x12\x10\n\x08\x64\x65\x61\x64wood\x18\x04 \x03(\t\x12\x17\n\x0f\x64\x65\x61\x64wood_points\x18\x05 \x01(\r\x12\x10\n\x08laid_off\x18\x06 \x03(\t\"\x81\x02\n\nHandResult\x12\x13\n\x0bhand_number\x18\x01 \x01(\r\x12*\n\x03\x65nd\x18\x02 \x01(\x0e\x32\x1d.skillclassics.gin.v1.HandEnd\x12\x12\n\x05\x65nder\x18\x03 \x01(\rH\x00\x88\x01\x01\x12\x13\n\x06winner\x18\x04 \x01(\rH\x01\x88\x01\x01\x12\x0e\n\x06points\x18\x05 \x01(\r\x12/\n\x05hands\x18\x06 \x03(\x0b\x32 .skillclassics.gin.v1.HandReveal\x12\x0e\n\x06\x64\x65\x61ler\x18\x07 \x01(\r\x12\x0e\n\x06upcard\x18\x08 \x01(\t\x12\x13\n\x0bknock_limit\x18\t \x01(\rB\x08\n\x06_enderB\t\n\x07_winner\"\xf4\x03\n\x07GinView\x12.\n\x07variant\x18\x01 \x01(\x0e\x32\x1d.skillclassics.gin.v1.Variant\x12\x14\n\x0chands_to_win\x18\x02 \x01(\r\x12\x13\n\x0bhand_number\x18\x03 \x01(\r\x12\x13\n\x06\x64\x65\x61ler\x18\x04 \x01(\rH\x00\x88\x01\x01\x12*\n\x05phase\x18\x05 \x01(\x0e\x32\x1b.skillclassics.gin.v1.Phase\x12\x0c\n\x04hand\x18\x06 \x03(\t\x12)\n\x05melds\x18\x07 \x03(\x0b\x32\x1a.skillclassics.gin.v1.Meld\x12\x10\n\x08\x64\x65\x61\x64wood\x18\x08 \x03(\t\x12\x17\n\x0f\x64\x65\x61\x64wood_points\x18\t \x01(\r\x12\x14\n\x0c\x64iscard_pile\x18\n \x03(\t\x12\x13\n\x0bstock_count\x18\x0b \x01(\r\x12.\n\x05seats\x18\x0c \x03(\x0b\x32\x1f.skillclassics.gin.v1.SeatCards\x12\x13\n\x0bknock_limit\x18\r \x01(\r\x12\x11\n\thand_wins\x18\x0e \x03(\r\x12\x0e\n\x06points\x18\x0f \x03(\r\x12/\n\x05hands\x18\x10 \x03(\x0b\x32 .skillclassics.gin.v1.HandResult\x12\x1a\n\x12taken_from_discard\x18\x11 \x01(\tB\t\n\x07_dealer*d\n\x07Variant\x12\x17\n\x13VARIANT_UNSPECIFIED\x10\x00\x12\x14\n\x10VARIANT_STANDARD\x10\x01\x12\x14\n\x10VARIANT_STRAIGHT\x10\x02\x12\x14\n\x10VARIANT_OKLAHOMA\x10\x03*\x89\x01\n\x07HandEnd\x12\x18\n\x14HAND_END_UNSPECIFIED\x10\x00\x12\x12\n\x0eHAND_END_KNOCK\x10\x01\x12\x15\n\x11HAND_END_UNDERCUT\x10\x02\x12\x10\n\x0cHAND_END_GIN\x10\x03\x12\x14\n\x10HAND_END_BIG_GIN\x10\x04\x12\x11\n\rHAND_END_VOID\x10\x05*\x82\x01\n\x05Phase\x12\x15\n\x11PHASE_UNSPECIFIED\x10\x00\x12\x11\n\rPHASE_DEALING\x10\x01\x12\x16\n\x12PHASE_UPCARD_OFFER\x10\x02\x12\x0e\n\nPHASE_DRAW\x10\x03\x12\x11\n\rPHASE_DISCARD\x10\x04\x12\x14\n\x10PHASE_MATCH_OVER\x10\x05\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1eskillclassics/gin/v1/gin.proto\x12\x14skillclassics.gin.v1\x1a(skillclassics/validate/v1/validate.proto\"Z\n\nGinOptions\x12\x36\n\x07variant\x18\x01 \x01(\x0e\x32\x1d.skillclassics.gin.v1.VariantB\x06\xc2\xc1\x18\x02\x38\x01\x12\x14\n\x0chands_to_win\x18\x02 \x01(\r\"#\n\tGinAction\x12\x16\n\x06\x61\x63tion\x18\x01 \x01(\tB\x06\xc2\xc1\x18\x02\x08\x01\"\x15\n\x04Meld\x12\r\n\x05\x63\x61rds\x18\x01 \x03(\t\"B\n\tSeatCards\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12\x12\n\ncard_count\x18\x02 \x01(\r\x12\x13\n\x0bknown_cards\x18\x03 \x03(\t\"\x91\x01\n\nHandReveal\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12\r\n\x05\x63\x61rds\x18\x02 \x03(\t\x12)\n\x05melds\x18\x03 \x03(\x0b\x32\x1a.skillclassics.gin.v1.Meld\x12\x10\n\x08\x64\x65\x61\x64wood\x18\x04 \x03(\t\x12\x17\n\x0f\x64\x65\x61\x64wood_points\x18\x05 \x01(\r\x12\x10\n\x08laid_off\x18\x06 \x03(\t\"\x81\x02\n\nHandResult\x12\x13\n\x0bhand_number\x18\x01 \x01(\r\x12*\n\x03\x65nd\x18\x02 \x01(\x0e\x32\x1d.skillclassics.gin.v1.HandEnd\x12\x12\n\x05\x65nder\x18\x03 \x01(\rH\x00\x88\x01\x01\x12\x13\n\x06winner\x18\x04 \x01(\rH\x01\x88\x01\x01\x12\x0e\n\x06points\x18\x05 \x01(\r\x12/\n\x05hands\x18\x06 \x03(\x0b\x32 .skillclassics.gin.v1.HandReveal\x12\x0e\n\x06\x64\x65\x61ler\x18\x07 \x01(\r\x12\x0e\n\x06upcard\x18\x08 \x01(\t\x12\x13\n\x0bknock_limit\x18\t \x01(\rB\x08\n\x06_enderB\t\n\x07_winner\"\xf4\x03\n\x07GinView\x12.\n\x07variant\x18\x01 \x01(\x0e\x32\x1d.skillclassics.gin.v1.Variant\x12\x14\n\x0chands_to_win\x18\x02 \x01(\r\x12\x13\n\x0bhand_number\x18\x03 \x01(\r\x12\x13\n\x06\x64\x65\x61ler\x18\x04 \x01(\rH\x00\x88\x01\x01\x12*\n\x05phase\x18\x05 \x01(\x0e\x32\x1b.skillclassics.gin.v1.Phase\x12\x0c\n\x04hand\x18\x06 \x03(\t\x12)\n\x05melds\x18\x07 \x03(\x0b\x32\x1a.skillclassics.gin.v1.Meld\x12\x10\n\x08\x64\x65\x61\x64wood\x18\x08 \x03(\t\x12\x17\n\x0f\x64\x65\x61\x64wood_points\x18\t \x01(\r\x12\x14\n\x0c\x64iscard_pile\x18\n \x03(\t\x12\x13\n\x0bstock_count\x18\x0b \x01(\r\x12.\n\x05seats\x18\x0c \x03(\x0b\x32\x1f.skillclassics.gin.v1.SeatCards\x12\x13\n\x0bknock_limit\x18\r \x01(\r\x12\x11\n\thand_wins\x18\x0e \x03(\r\x12\x0e\n\x06points\x18\x0f \x03(\r\x12/\n\x05hands\x18\x10 \x03(\x0b\x32 .skillclassics.gin.v1.HandResult\x12\x1a\n\x12taken_from_discard\x18\x11 \x01(\tB\t\n\x07_dealer*d\n\x07Variant\x12\x17\n\x13VARIANT_UNSPECIFIED\x10\x00\x12\x14\n\x10VARIANT_STANDARD\x10\x01\x12\x14\n\x10VARIANT_STRAIGHT\x10\x02\x12\x14\n\x10VARIANT_OKLAHOMA\x10\x03*\x89\x01\n\x07HandEnd\x12\x18\n\x14HAND_END_UNSPECIFIED\x10\x00\x12\x12\n\x0eHAND_END_KNOCK\x10\x01\x12\x15\n\x11HAND_END_UNDERCUT\x10\x02\x12\x10\n\x0cHAND_END_GIN\x10\x03\x12\x14\n\x10HAND_END_BIG_GIN\x10\x04\x12\x11\n\rHAND_END_VOID\x10\x05*\x82\x01\n\x05Phase\x12\x15\n\x11PHASE_UNSPECIFIED\x10\x00\x12\x11\n\rPHASE_DEALING\x10\x01\x12\x16\n\x12PHASE_UPCARD_OFFER\x10\x02\x12\x0e\n\nPHASE_DRAW\x10\x03\x12\x11\n\rPHASE_DISCARD\x10\x04\x12\x14\n\x10PHASE_MATCH_OVER\x10\x05\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'skillclassics.gin.v1.gin_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_VARIANT']._serialized_start=1171
-  _globals['_VARIANT']._serialized_end=1271
-  _globals['_HANDEND']._serialized_start=1274
-  _globals['_HANDEND']._serialized_end=1411
-  _globals['_PHASE']._serialized_start=1414
-  _globals['_PHASE']._serialized_end=1544
-  _globals['_GINOPTIONS']._serialized_start=56
-  _globals['_GINOPTIONS']._serialized_end=138
-  _globals['_GINACTION']._serialized_start=140
-  _globals['_GINACTION']._serialized_end=167
-  _globals['_MELD']._serialized_start=169
-  _globals['_MELD']._serialized_end=190
-  _globals['_SEATCARDS']._serialized_start=192
-  _globals['_SEATCARDS']._serialized_end=258
-  _globals['_HANDREVEAL']._serialized_start=261
-  _globals['_HANDREVEAL']._serialized_end=406
-  _globals['_HANDRESULT']._serialized_start=409
-  _globals['_HANDRESULT']._serialized_end=666
-  _globals['_GINVIEW']._serialized_start=669
-  _globals['_GINVIEW']._serialized_end=1169
+  _globals['_GINOPTIONS'].fields_by_name['variant']._loaded_options = None
+  _globals['_GINOPTIONS'].fields_by_name['variant']._serialized_options = b'\302\301\030\0028\001'
+  _globals['_GINACTION'].fields_by_name['action']._loaded_options = None
+  _globals['_GINACTION'].fields_by_name['action']._serialized_options = b'\302\301\030\002\010\001'
+  _globals['_VARIANT']._serialized_start=1229
+  _globals['_VARIANT']._serialized_end=1329
+  _globals['_HANDEND']._serialized_start=1332
+  _globals['_HANDEND']._serialized_end=1469
+  _globals['_PHASE']._serialized_start=1472
+  _globals['_PHASE']._serialized_end=1602
+  _globals['_GINOPTIONS']._serialized_start=98
+  _globals['_GINOPTIONS']._serialized_end=188
+  _globals['_GINACTION']._serialized_start=190
+  _globals['_GINACTION']._serialized_end=225
+  _globals['_MELD']._serialized_start=227
+  _globals['_MELD']._serialized_end=248
+  _globals['_SEATCARDS']._serialized_start=250
+  _globals['_SEATCARDS']._serialized_end=316
+  _globals['_HANDREVEAL']._serialized_start=319
+  _globals['_HANDREVEAL']._serialized_end=464
+  _globals['_HANDRESULT']._serialized_start=467
+  _globals['_HANDRESULT']._serialized_end=724
+  _globals['_GINVIEW']._serialized_start=727
+  _globals['_GINVIEW']._serialized_end=1227
 # @@protoc_insertion_point(module_scope)

@@ -137,7 +137,9 @@ class GinOptions(_message.Message):
     VARIANT_FIELD_NUMBER: _builtins.int
     HANDS_TO_WIN_FIELD_NUMBER: _builtins.int
     variant: Global___Variant.ValueType
-    """How a hand may be ended; VARIANT_UNSPECIFIED means standard."""
+    """How a hand may be ended; VARIANT_UNSPECIFIED means standard.
+    Rules: a defined value.
+    """
     hands_to_win: _builtins.int
     """Hand wins that take the match (0: 3, best of five)."""
     def __init__(
@@ -172,6 +174,7 @@ class GinAction(_message.Message):
     action: _builtins.str
     """Required: one action in the notation above, e.g. "discard 7H" (unreadable text is INVALID_ARGUMENT, an
     action not allowed now FAILED_PRECONDITION).
+    Rules: required.
     """
     def __init__(
         self,

@@ -197,21 +197,30 @@ class CreateTableRequest(_message.Message):
     player_id: _builtins.str
     """Required: the player, 1-128 characters of A-Z a-z 0-9 . _ : @ - (INVALID_ARGUMENT otherwise); the gateway
     fills it from the caller's token.
+    Rules: required; 1-128 characters; pattern ^[A-Za-z0-9._:@-]+$.
     """
     family: _builtins.str
     """Required: the game family, "chess" or "gin" (any other is INVALID_ARGUMENT; a family with no rules shard
     configured is UNAVAILABLE).
+    Rules: required.
     """
     entry_fee_minor: _builtins.int
-    """The entry fee in the currency's minor units (cents), 0 (free) to 10^12; negative is INVALID_ARGUMENT."""
+    """The entry fee in the currency's minor units (cents), 0 (free) to 10^12; negative is INVALID_ARGUMENT.
+    Rules: from 0 to 1000000000000.
+    """
     currency: _builtins.str
     """Required even for a free table: an active ISO 4217 code such as "USD" (metals, units of account and
     XTS/XXX are refused); INVALID_ARGUMENT otherwise.
+    Rules: required.
     """
     visibility: Global___Visibility.ValueType
-    """Who sees the table; VISIBILITY_UNSPECIFIED means public."""
+    """Who sees the table; VISIBILITY_UNSPECIFIED means public.
+    Rules: a defined value.
+    """
     idempotency_key: _builtins.str
-    """Required, 1-128 characters, chosen by the client; a second table with the same key is ALREADY_EXISTS."""
+    """Required, 1-128 characters, chosen by the client; a second table with the same key is ALREADY_EXISTS.
+    Rules: required; 1-128 characters.
+    """
     @_builtins.property
     def options(self) -> _rules_pb2.MatchOptions:
         """The family's options; unset means its defaults. Chess: ruleset contest or FIDE, no initial_fen. Gin: any
@@ -223,6 +232,7 @@ class CreateTableRequest(_message.Message):
         """Required: one of the family's lobby clocks (INVALID_ARGUMENT otherwise). Chess: base_ms of 3, 5, 10, 20
         or 30 minutes, nothing else set. Gin: base_ms of 5, 10, 15, 20 or 30 minutes for the match plus
         increment_ms of 0, 5000 or 10000, nothing else set.
+        Rules: required.
         """
 
     def __init__(
@@ -282,9 +292,13 @@ class ListTablesRequest(_message.Message):
     LIMIT_FIELD_NUMBER: _builtins.int
     FREE_ONLY_FIELD_NUMBER: _builtins.int
     family: _builtins.str
-    """Required: the game family, "chess" or "gin" (any other is INVALID_ARGUMENT)."""
+    """Required: the game family, "chess" or "gin" (any other is INVALID_ARGUMENT).
+    Rules: required.
+    """
     max_entry_fee_minor: _builtins.int
-    """Only tables whose fee is at most this (0: any)."""
+    """Only tables whose fee is at most this (0: any).
+    Rules: at least 0.
+    """
     currency: _builtins.str
     """Only tables in this currency (empty: any)."""
     base_ms: _builtins.int
@@ -348,9 +362,12 @@ class JoinTableRequest(_message.Message):
     player_id: _builtins.str
     """Required: the player, 1-128 characters of A-Z a-z 0-9 . _ : @ - (INVALID_ARGUMENT otherwise); the gateway
     fills it from the caller's token.
+    Rules: required; 1-128 characters; pattern ^[A-Za-z0-9._:@-]+$.
     """
     table_id: _builtins.str
-    """Required: the table's id (NOT_FOUND when unknown)."""
+    """Required: the table's id (NOT_FOUND when unknown).
+    Rules: required.
+    """
     def __init__(
         self,
         *,
@@ -400,9 +417,12 @@ class LeaveTableRequest(_message.Message):
     player_id: _builtins.str
     """Required: the player, 1-128 characters of A-Z a-z 0-9 . _ : @ - (INVALID_ARGUMENT otherwise); the gateway
     fills it from the caller's token.
+    Rules: required; 1-128 characters; pattern ^[A-Za-z0-9._:@-]+$.
     """
     table_id: _builtins.str
-    """Required: the table's id (NOT_FOUND when unknown)."""
+    """Required: the table's id (NOT_FOUND when unknown).
+    Rules: required.
+    """
     def __init__(
         self,
         *,
@@ -458,16 +478,21 @@ class EnterQueueRequest(_message.Message):
     player_id: _builtins.str
     """Required: the player, 1-128 characters of A-Z a-z 0-9 . _ : @ - (INVALID_ARGUMENT otherwise); the gateway
     fills it from the caller's token.
+    Rules: required; 1-128 characters; pattern ^[A-Za-z0-9._:@-]+$.
     """
     family: _builtins.str
     """Required: the game family, "chess" or "gin" (any other is INVALID_ARGUMENT; a family with no rules shard
     configured is UNAVAILABLE).
+    Rules: required.
     """
     entry_fee_minor: _builtins.int
-    """The entry fee in the currency's minor units (cents), 0 (free) to 10^12; negative is INVALID_ARGUMENT."""
+    """The entry fee in the currency's minor units (cents), 0 (free) to 10^12; negative is INVALID_ARGUMENT.
+    Rules: from 0 to 1000000000000.
+    """
     currency: _builtins.str
     """Required even for a free entry: an active ISO 4217 code such as "USD" (metals, units of account and
     XTS/XXX are refused); INVALID_ARGUMENT otherwise.
+    Rules: required.
     """
     @_builtins.property
     def options(self) -> _rules_pb2.MatchOptions:
@@ -480,6 +505,7 @@ class EnterQueueRequest(_message.Message):
         """Required: one of the family's lobby clocks (INVALID_ARGUMENT otherwise). Chess: base_ms of 3, 5, 10, 20
         or 30 minutes, nothing else set. Gin: base_ms of 5, 10, 15, 20 or 30 minutes for the match plus
         increment_ms of 0, 5000 or 10000, nothing else set.
+        Rules: required.
         """
 
     def __init__(
@@ -540,6 +566,7 @@ class LeaveQueueRequest(_message.Message):
     player_id: _builtins.str
     """Required: the player, 1-128 characters of A-Z a-z 0-9 . _ : @ - (INVALID_ARGUMENT otherwise); the gateway
     fills it from the caller's token.
+    Rules: required; 1-128 characters; pattern ^[A-Za-z0-9._:@-]+$.
     """
     def __init__(
         self,
@@ -586,6 +613,7 @@ class WatchLobbyRequest(_message.Message):
     player_id: _builtins.str
     """Required: the player, 1-128 characters of A-Z a-z 0-9 . _ : @ - (INVALID_ARGUMENT otherwise); the gateway
     fills it from the caller's token.
+    Rules: required; 1-128 characters; pattern ^[A-Za-z0-9._:@-]+$.
     """
     def __init__(
         self,
@@ -772,12 +800,15 @@ class ReportResultRequest(_message.Message):
     MATCH_ID_FIELD_NUMBER: _builtins.int
     RESULT_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
-    """Required: a match matchmaking created (NOT_FOUND otherwise)."""
+    """Required: a match matchmaking created (NOT_FOUND otherwise).
+    Rules: required; pattern ^[a-z]{2,32}\\.[0-9]{1,4}\\.[A-Za-z0-9_-]{1,80}$.
+    """
     @_builtins.property
     def result(self) -> _rules_pb2.Result:
         """Required: the result; termination must be set and winner, if set, a seat of the match (INVALID_ARGUMENT
         otherwise; an aborted match has no winner). A result different from the one recorded is
         FAILED_PRECONDITION.
+        Rules: required.
         """
 
     def __init__(
@@ -898,6 +929,7 @@ class GetRatingsRequest(_message.Message):
     player_id: _builtins.str
     """Required: the player, 1-128 characters of A-Z a-z 0-9 . _ : @ - (INVALID_ARGUMENT otherwise); the gateway
     fills it from the caller's token.
+    Rules: required; 1-128 characters; pattern ^[A-Za-z0-9._:@-]+$.
     """
     def __init__(
         self,
@@ -953,6 +985,7 @@ class GetMatchHistoryRequest(_message.Message):
     player_id: _builtins.str
     """Required: the player, 1-128 characters of A-Z a-z 0-9 . _ : @ - (INVALID_ARGUMENT otherwise); the gateway
     fills it from the caller's token.
+    Rules: required; 1-128 characters; pattern ^[A-Za-z0-9._:@-]+$.
     """
     family: _builtins.str
     """Only this family (empty: all)."""

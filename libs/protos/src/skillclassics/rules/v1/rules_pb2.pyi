@@ -9,6 +9,7 @@ from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from skillclassics.chess.v1 import chess_pb2 as _chess_pb2
+from skillclassics.errors.v1 import errors_pb2 as _errors_pb2
 from skillclassics.gin.v1 import gin_pb2 as _gin_pb2
 import builtins as _builtins
 import sys
@@ -156,7 +157,9 @@ class SeatAssignment(_message.Message):
     seat: _builtins.int
     """0 moves first unless the family says otherwise (White in chess)."""
     player_id: _builtins.str
-    """The player's id, 1-128 characters; the two seats of a match hold different players."""
+    """The player's id, 1-128 characters; the two seats of a match hold different players.
+    Rules: required; 1-128 characters.
+    """
     def __init__(
         self,
         *,
@@ -383,7 +386,9 @@ class Result(_message.Message):
     SCORE_FIELD_NUMBER: _builtins.int
     ENDED_AT_MS_FIELD_NUMBER: _builtins.int
     termination: Global___Termination.ValueType
-    """Why the match ended (never TERMINATION_UNSPECIFIED on a recorded result)."""
+    """Why the match ended (never TERMINATION_UNSPECIFIED on a recorded result).
+    Rules: not TERMINATION_UNSPECIFIED.
+    """
     winner: _builtins.int
     """The winning seat; unset for a draw or an abort."""
     cause: Global___Termination.ValueType
@@ -627,21 +632,28 @@ class CreateMatchRequest(_message.Message):
     """Required: the match id, "<family>.<shard>.<unique>" (INVALID_ARGUMENT when malformed or of another
     family, FAILED_PRECONDITION when of another shard, ALREADY_EXISTS when it exists and the idempotency key
     differs).
+    Rules: required; pattern ^[a-z]{2,32}\\.[0-9]{1,4}\\.[A-Za-z0-9_-]{1,80}$.
     """
     fairness_commitment: _builtins.str
     """The fairness commitment, for families that use chance."""
     idempotency_key: _builtins.str
     """Required, 1-128 characters. A retry with the same key and request returns the original answer; the same
     match id with another key or other fields is ALREADY_EXISTS.
+    Rules: required; 1-128 characters.
     """
     first_move_timeout_ms: _builtins.int
-    """How long each player has to make their first move before the match aborts (0: 60 s)."""
+    """How long each player has to make their first move before the match aborts (0: 60 s).
+    Rules: at least 0.
+    """
     disconnect_forfeit_ms: _builtins.int
-    """How long a player may stay disconnected once play has begun (0: 60 s)."""
+    """How long a player may stay disconnected once play has begun (0: 60 s).
+    Rules: at least 0.
+    """
     client_seed_window_ms: _builtins.int
     """For families that use chance: how long the first draw waits for every seat's client seed
     (fairness AddClientSeed) before it is made anyway (0: no wait). Matchmaking gives players a few
     seconds; docs/fairness.md explains why the seeds matter.
+    Rules: from 0 to 60000.
     """
     fairness_version: _builtins.int
     """The version of the fairness stream behind fairness_commitment (0: the rules service's own, today
@@ -650,7 +662,9 @@ class CreateMatchRequest(_message.Message):
     """
     @_builtins.property
     def seats(self) -> _containers.RepeatedCompositeFieldContainer[Global___SeatAssignment]:
-        """Required: exactly seats 0 and 1, each with a different player_id."""
+        """Required: exactly seats 0 and 1, each with a different player_id.
+        Rules: required (at least one item); at most 2 items.
+        """
 
     @_builtins.property
     def options(self) -> Global___MatchOptions:
@@ -719,16 +733,22 @@ class SubmitActionRequest(_message.Message):
     match_id: _builtins.str
     """Required: the match id, "<family>.<shard>.<unique>" (INVALID_ARGUMENT when malformed or of another
     family, FAILED_PRECONDITION when of another shard, NOT_FOUND when unknown).
+    Rules: required; pattern ^[a-z]{2,32}\\.[0-9]{1,4}\\.[A-Za-z0-9_-]{1,80}$.
     """
     seat: _builtins.int
-    """The seat acting, 0 or 1 (another value is INVALID_ARGUMENT)."""
+    """The seat acting, 0 or 1 (another value is INVALID_ARGUMENT).
+    Rules: at most 1.
+    """
     idempotency_key: _builtins.str
     """Required, 1-128 characters; a retry with the same key returns the original answer, the same key for a
     different action is ALREADY_EXISTS.
+    Rules: required; 1-128 characters.
     """
     @_builtins.property
     def action(self) -> Global___Action:
-        """Required: the action (see Action)."""
+        """Required: the action (see Action).
+        Rules: required.
+        """
 
     def __init__(
         self,
@@ -787,9 +807,12 @@ class WatchRequest(_message.Message):
     match_id: _builtins.str
     """Required: the match id, "<family>.<shard>.<unique>" (INVALID_ARGUMENT when malformed or of another
     family, FAILED_PRECONDITION when of another shard, NOT_FOUND when unknown).
+    Rules: required; pattern ^[a-z]{2,32}\\.[0-9]{1,4}\\.[A-Za-z0-9_-]{1,80}$.
     """
     seat: _builtins.int
-    """Watch as this seat (0 or 1), seeing its private information."""
+    """Watch as this seat (0 or 1), seeing its private information.
+    Rules: at most 1.
+    """
     spectator: _builtins.bool
     """Watch as a spectator: the public view."""
     from_sequence: _builtins.int
@@ -848,9 +871,12 @@ class GetMatchRequest(_message.Message):
     match_id: _builtins.str
     """Required: the match id, "<family>.<shard>.<unique>" (INVALID_ARGUMENT when malformed or of another
     family, FAILED_PRECONDITION when of another shard, NOT_FOUND when unknown).
+    Rules: required; pattern ^[a-z]{2,32}\\.[0-9]{1,4}\\.[A-Za-z0-9_-]{1,80}$.
     """
     seat: _builtins.int
-    """As this seat (0 or 1)."""
+    """As this seat (0 or 1).
+    Rules: at most 1.
+    """
     spectator: _builtins.bool
     """As a spectator: the public view."""
     def __init__(
@@ -924,9 +950,12 @@ class SetPresenceRequest(_message.Message):
     match_id: _builtins.str
     """Required: the match id, "<family>.<shard>.<unique>" (INVALID_ARGUMENT when malformed or of another
     family, FAILED_PRECONDITION when of another shard, NOT_FOUND when unknown).
+    Rules: required; pattern ^[a-z]{2,32}\\.[0-9]{1,4}\\.[A-Za-z0-9_-]{1,80}$.
     """
     seat: _builtins.int
-    """The seat, 0 or 1 (another value is INVALID_ARGUMENT)."""
+    """The seat, 0 or 1 (another value is INVALID_ARGUMENT).
+    Rules: at most 1.
+    """
     connected: _builtins.bool
     """True: the seat's connection opened; false: it closed."""
     def __init__(
@@ -1005,6 +1034,7 @@ class RenewPresenceRequest(_message.Message):
     gateway_instance: _builtins.str
     """The gateway process: an id it chose at random when it started (a restarted gateway is a new
     instance; the leases of the old one expire). 1-64 characters.
+    Rules: required; 1-64 characters.
     """
     lease_ms: _builtins.int
     """How long the leases in held last from now (0: the shard's default; clamped to 1-60 s). A gateway
@@ -1076,6 +1106,7 @@ class ListMatchesRequest(_message.Message):
     page_size: _builtins.int
     """The most matches to return: 0 means the default, 100; larger values are capped at 1000; a negative
     value is INVALID_ARGUMENT. The end of the list is an empty next_page_token, not a short page.
+    Rules: at least 0.
     """
     page_token: _builtins.str
     """The next_page_token of the previous response, to get the page after it; empty for the first page.
@@ -1087,7 +1118,9 @@ class ListMatchesRequest(_message.Message):
     """
     @_builtins.property
     def statuses(self) -> _containers.RepeatedScalarFieldContainer[Global___MatchStatus.ValueType]:
-        """Only matches in these states (all when empty)."""
+        """Only matches in these states (all when empty).
+        Rules: each item not MATCH_STATUS_UNSPECIFIED; each item a defined value.
+        """
 
     def __init__(
         self,
@@ -1182,6 +1215,7 @@ class GetRecordRequest(_message.Message):
     match_id: _builtins.str
     """Required: the match id, "<family>.<shard>.<unique>" (INVALID_ARGUMENT when malformed or of another
     family, FAILED_PRECONDITION when of another shard, NOT_FOUND when unknown).
+    Rules: required; pattern ^[a-z]{2,32}\\.[0-9]{1,4}\\.[A-Za-z0-9_-]{1,80}$.
     """
     def __init__(
         self,
@@ -1259,7 +1293,9 @@ class ExchangeRequest(_message.Message):
     CALLS_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def calls(self) -> _containers.RepeatedCompositeFieldContainer[Global___ExchangeCall]:
-        """The calls of this batch."""
+        """The calls of this batch.
+        Rules: its message's rules are checked by the handler, one item at a time.
+        """
 
     def __init__(
         self,
@@ -1444,19 +1480,29 @@ class Refusal(_message.Message):
 
     CODE_FIELD_NUMBER: _builtins.int
     MESSAGE_FIELD_NUMBER: _builtins.int
+    DETAILS_FIELD_NUMBER: _builtins.int
     code: _builtins.int
-    """The gRPC status code number (google.rpc.Code: 3 INVALID_ARGUMENT, 9 FAILED_PRECONDITION, ...)."""
+    """The gRPC status code number (google.rpc.Code: 3 INVALID_ARGUMENT, 9 FAILED_PRECONDITION, ...); details
+    says why in a form a program reads.
+    """
     message: _builtins.str
     """The reason, for people."""
+    @_builtins.property
+    def details(self) -> _errors_pb2.ErrorDetails:
+        """The refusal's machine-readable part: its reason from the catalogue (which also fixes the code),
+        retry guidance and invalid fields (docs/errors.md). Unset for a watch that ended with code 0 (OK).
+        """
+
     def __init__(
         self,
         *,
         code: _builtins.int = ...,
         message: _builtins.str = ...,
+        details: _errors_pb2.ErrorDetails | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["details", b"details"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["code", b"code", "message", b"message"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["code", b"code", "details", b"details", "message", b"message"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
