@@ -19,6 +19,7 @@ BENCHMARKS = {
     "gateway_e2e": "benchmarks.gateway_e2e",
     "platform_load": "benchmarks.platform_load",
     "mtls": "benchmarks.mtls",
+    "contracts": "benchmarks.contracts",
 }
 
 

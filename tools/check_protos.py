@@ -2,7 +2,7 @@
 
 CI runs this (``make check-protos``) so a proto change without ``make protos`` cannot land. It also fails
 when an annotated field's ``Rules:`` comment line differs from its validation rules
-(:mod:`tools.proto_rules`).
+(:mod:`tools.proto_rules`), or ``docs/errors.md`` from the error catalogue (:mod:`tools.errors_doc`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tools import proto_rules
+from tools import errors_doc, proto_rules
 from tools.gen_protos import DEFAULT_OUT, generate
 
 
@@ -38,7 +38,8 @@ def main() -> int:
             print(f"  skillclassics/{name}")
         return 1
     print("generated stubs match the protos")
-    return proto_rules.main([])  # and each annotated field's Rules comment line matches its rules
+    # Each annotated field's Rules comment line matches its rules, and docs/errors.md the catalogue.
+    return proto_rules.main([]) or errors_doc.main([])
 
 
 if __name__ == "__main__":

@@ -64,6 +64,10 @@ def main(argv: list[str] | None = None) -> int:
     if proto_rules.write():
         print("rewrote the Rules comment lines of protos/ (tools/proto_rules.py); generating again")
         generate(args.out)
+    from tools import errors_doc  # docs/errors.md, from the error catalogue just generated
+
+    if errors_doc.write():
+        print("rewrote docs/errors.md from the error catalogue (tools/errors_doc.py)")
     print(f"generated stubs for {len(protos)} proto file(s) in {args.out}")
     return 0
 

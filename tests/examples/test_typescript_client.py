@@ -129,22 +129,19 @@ def _steps(stdout: str) -> dict[str, list[dict[str, Any]]]:
     return steps
 
 
-def _assert_refused_as_invalid_argument(refusal: dict[str, Any]) -> None:
+def _assert_refused_as_invalid_argument(refusal: dict[str, Any], reason: str, fields: list[str]) -> None:
+    """A refusal as the TypeScript client decoded it: INVALID_ARGUMENT, and in the status details an
+    ErrorInfo with the catalogue's reason (docs/errors.md) and a BadRequest naming exactly ``fields``."""
     assert refusal["code"] == "INVALID_ARGUMENT", refusal
     assert refusal["message"], refusal
-    # Deliberately tolerant while google.rpc status details are being added to every refusal: a refusal
-    # without the grpc-status-details-bin trailer passes, and one with it must carry a google.rpc.ErrorInfo
-    # with a non-empty reason. Once every refusal has details, require the trailer here and check the
-    # reason and the BadRequest field violations exactly.
-    if refusal["details_trailer"]:
-        status = refusal["status"]
-        assert status["code"] == 3, status  # google.rpc.Code INVALID_ARGUMENT
-        reasons = [
-            detail["value"].get("reason", "")
-            for detail in status["details"]
-            if detail["type"] == "google.rpc.ErrorInfo"
-        ]
-        assert any(reasons), f"no google.rpc.ErrorInfo with a reason among the details: {status}"
+    assert refusal["details_trailer"], refusal
+    status = refusal["status"]
+    assert status["code"] == 3, status  # google.rpc.Code INVALID_ARGUMENT
+    by_type = {detail["type"]: detail["value"] for detail in status["details"]}
+    assert by_type["google.rpc.ErrorInfo"]["reason"] == reason, status
+    assert by_type["google.rpc.ErrorInfo"]["domain"] == "skillclassics.io", status
+    violations = by_type["google.rpc.BadRequest"]["fieldViolations"]
+    assert [v["field"] for v in violations] == fields, status
 
 
 async def test_a_typescript_client_plays_a_whole_game_through_the_gateway(
@@ -241,7 +238,15 @@ async def test_a_typescript_client_plays_a_whole_game_through_the_gateway(
     assert match.update.result.termination == rules_pb2.TERMINATION_CHECKMATE
     assert (match.update.result.winner, match.seat, match.update.sequence) == (1, 1, over["sequence"])
 
-    # The bad requests: refused as INVALID_ARGUMENT, with their status details decoded when sent.
-    for step in ("bad_list_tables", "bad_submit_action"):
-        (refusal,) = steps[step]
-        _assert_refused_as_invalid_argument(refusal)
+    # The bad requests: refused as INVALID_ARGUMENT, the status details decoded in TypeScript.
+    (bad_list,) = steps["bad_list_tables"]
+    _assert_refused_as_invalid_argument(bad_list, "INVALID_FIELDS", ["family"])
+    (bad_submit,) = steps["bad_submit_action"]
+    _assert_refused_as_invalid_argument(bad_submit, "INVALID_FIELDS", ["match_id"])
+    # And inside a stream: each player's unreadable first action, refused in its answer with the typed
+    # reason (PlayAnswer.details), while the stream went on to the end of the game.
+    refused = sorted(steps["answer_refused"], key=lambda r: str(r["player"]))
+    assert [(r["player"], r["code"], r["reason"]) for r in refused] == [
+        ("a", 3, "MALFORMED_ACTION"),
+        ("b", 3, "MALFORMED_ACTION"),
+    ]

@@ -293,17 +293,10 @@ async def lobby_probe(platform: Platform, player: Player, stream: Stream) -> lis
 
 
 async def live_lobby(platform: Platform, player: Player) -> Stream:
-    """``player``'s ``WatchLobby`` stream, once it is certainly subscribed.
-
-    A lobby stream sends nothing when it opens, and an event told before the subscription reached
-    matchmaking is lost, so the player proves the stream live with :func:`lobby_probe` (again until the
-    probe's update arrives).
-    """
+    """``player``'s ``WatchLobby`` stream, once it is certainly subscribed: its first event,
+    ``subscribed``, says that from then on no event for the player is missed."""
     stream = Stream(platform.gateway.WatchLobby(pb.WatchLobbyRequest(), metadata=player.metadata))
-    async with asyncio.timeout(READ_TIMEOUT * 2):
-        while True:
-            try:
-                await lobby_probe(platform, player, stream)
-            except TimeoutError:
-                continue  # not subscribed yet when the table was left: once more
-            return stream
+    first = await stream.next(within=READ_TIMEOUT * 2)
+    assert first is not grpc.aio.EOF, "the lobby stream ended before it was subscribed"
+    assert first.WhichOneof("event") == "subscribed", first
+    return stream

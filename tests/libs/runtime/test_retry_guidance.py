@@ -156,3 +156,21 @@ def test_a_peer_reason_that_does_not_match_its_code_is_not_believed() -> None:
         error_for(grpc.StatusCode.FAILED_PRECONDITION, "x", ErrorReason.ERROR_REASON_MATCH_OVER),
         FailedPrecondition,
     )
+
+
+def test_the_errors_page_is_the_catalogue_and_every_reason_is_used() -> None:
+    from tools import errors_doc
+
+    assert errors_doc.PAGE.read_text() == errors_doc.render(), "run `make protos` (tools/errors_doc.py)"
+    root = errors_doc.PAGE.parent.parent
+    sources = "\n".join(
+        path.read_text()
+        for folder in ("services", "libs", "clients")
+        for path in (root / folder).rglob("*.py")
+        if "protos" not in path.parts
+    )
+    for value in ErrorReason.DESCRIPTOR.values:
+        if value.number:  # a reason nobody refuses with would promise clients something that never comes
+            assert value.name in sources or f'"{reason_name(ErrorReason.Value(value.name))}"' in sources, (
+                value.name
+            )

@@ -211,23 +211,18 @@ def test_a_rule_that_does_not_fit_its_field_is_a_mistake_named_at_compile_time()
         validation._item_problem(field, validate_pb2.FieldRules(pattern="x"), False)
 
 
-def test_validation_is_cheap() -> None:
-    """A SubmitAction-sized request (a match id pattern, a key, an action two messages deep) takes a few
-    microseconds (docs/validation.md gives the figure); a type without rules one dictionary lookup."""
-    request = gateway_pb2.SubmitActionRequest.FromString(
-        gateway_pb2.SubmitActionRequest(
-            match_id=MATCH,
-            idempotency_key="k-1",
-            action=rules_pb2.Action(chess=chess_pb2.ChessAction(move="e4")),
-        ).SerializeToString()
+def test_each_type_is_compiled_once_and_a_type_without_rules_has_no_checks() -> None:
+    """The figures are in `make bench` (benchmarks/contracts.py); here, what makes them small."""
+    request = gateway_pb2.SubmitActionRequest(
+        match_id=MATCH, idempotency_key="k-1", action=rules_pb2.Action(chess=chess_pb2.ChessAction(move="e4"))
     )
     check(request)
-    rounds = 20_000
-    began = time.perf_counter()
-    for _ in range(rounds):
-        check(request)
-    per_call_us = (time.perf_counter() - began) / rounds * 1e6
-    assert per_call_us < 50, f"{per_call_us:.1f} µs per request"  # generous: shared CI machines
+    plan = validation._PLANS[request.DESCRIPTOR.full_name]
+    check(request)
+    assert validation._PLANS[request.DESCRIPTOR.full_name] is plan  # cached, not compiled per call
+    assert plan.checks
+    check(gateway_pb2.WhoAmIRequest())
+    assert not validation._PLANS[gateway_pb2.WhoAmIRequest.DESCRIPTOR.full_name].checks
 
 
 # -- the Rules comment lines -----------------------------------------------------------------------------

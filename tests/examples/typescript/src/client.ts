@@ -24,6 +24,7 @@ import { Code, ConnectError, createClient, type Client } from "@connectrpc/conne
 import { createGrpcTransport } from "@connectrpc/connect-node";
 
 import { file_google_rpc_error_details } from "./gen/google/rpc/error_details_pb";
+import { ErrorReason } from "./gen/skillclassics/errors/v1/errors_pb";
 import { StatusSchema } from "./gen/google/rpc/status_pb";
 import { Ruleset } from "./gen/skillclassics/chess/v1/chess_pb";
 import {
@@ -205,6 +206,19 @@ async function play(gateway: Gateway, player: Player, matchId: string, line: str
   let seat: number | undefined;
   const sent = new Set<number>();
   let last: MatchUpdate | undefined;
+  // One unreadable action first: refused in its answer (the stream goes on), with the catalogue's reason.
+  const garbled = randomUUID();
+  outbox.push(
+    create(PlayRequestSchema, {
+      kind: {
+        case: "action",
+        value: {
+          idempotencyKey: garbled,
+          action: { kind: { case: "chess", value: { kind: { case: "move", value: "zz9" } } } },
+        },
+      },
+    }),
+  );
   try {
     for await (const response of responses) {
       switch (response.kind.case) {
@@ -214,6 +228,16 @@ async function play(gateway: Gateway, player: Player, matchId: string, line: str
           break;
         case "answer": {
           const answer = response.kind.value;
+          if (answer.idempotencyKey === garbled) {
+            const details = answer.details;
+            emit("answer_refused", {
+              player: player.name,
+              code: answer.code,
+              reason: details === undefined ? null : ErrorReason[details.reason],
+              violations: details?.fieldViolations.map((v) => v.field) ?? [],
+            });
+            break;
+          }
           emit("answer", {
             player: player.name,
             idempotency_key: answer.idempotencyKey,

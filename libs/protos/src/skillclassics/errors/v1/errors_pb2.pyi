@@ -79,8 +79,6 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     """The family named, or the shard a match id names, is not served here."""
     ERROR_REASON_NO_FAIRNESS_STREAM: _ErrorReason.ValueType  # 43
     """The match has no fairness stream (a family without chance, such as chess)."""
-    ERROR_REASON_TIMER_NOT_FOUND: _ErrorReason.ValueType  # 44
-    """No timer with this id (clock service)."""
     ERROR_REASON_IDEMPOTENCY_KEY_REUSED: _ErrorReason.ValueType  # 50
     """The idempotency key was used before for a different request."""
     ERROR_REASON_ALREADY_EXISTS: _ErrorReason.ValueType  # 51
@@ -111,8 +109,6 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     """The service sheds load (too many streams or calls at once); RetryInfo says how long to wait."""
     ERROR_REASON_FELL_BEHIND: _ErrorReason.ValueType  # 72
     """The caller read a stream too slowly and fell behind; the stream ended."""
-    ERROR_REASON_TOO_LARGE: _ErrorReason.ValueType  # 73
-    """A request or value too large (a payload, a seed)."""
     ERROR_REASON_BACKEND_UNAVAILABLE: _ErrorReason.ValueType  # 80
     """A service behind this one is down, unreachable or did not answer in time."""
     ERROR_REASON_SHUTTING_DOWN: _ErrorReason.ValueType  # 81
@@ -183,8 +179,6 @@ ERROR_REASON_FAMILY_NOT_SERVED: ErrorReason.ValueType  # 42
 """The family named, or the shard a match id names, is not served here."""
 ERROR_REASON_NO_FAIRNESS_STREAM: ErrorReason.ValueType  # 43
 """The match has no fairness stream (a family without chance, such as chess)."""
-ERROR_REASON_TIMER_NOT_FOUND: ErrorReason.ValueType  # 44
-"""No timer with this id (clock service)."""
 ERROR_REASON_IDEMPOTENCY_KEY_REUSED: ErrorReason.ValueType  # 50
 """The idempotency key was used before for a different request."""
 ERROR_REASON_ALREADY_EXISTS: ErrorReason.ValueType  # 51
@@ -215,8 +209,6 @@ ERROR_REASON_OVERLOADED: ErrorReason.ValueType  # 71
 """The service sheds load (too many streams or calls at once); RetryInfo says how long to wait."""
 ERROR_REASON_FELL_BEHIND: ErrorReason.ValueType  # 72
 """The caller read a stream too slowly and fell behind; the stream ended."""
-ERROR_REASON_TOO_LARGE: ErrorReason.ValueType  # 73
-"""A request or value too large (a payload, a seed)."""
 ERROR_REASON_BACKEND_UNAVAILABLE: ErrorReason.ValueType  # 80
 """A service behind this one is down, unreachable or did not answer in time."""
 ERROR_REASON_SHUTTING_DOWN: ErrorReason.ValueType  # 81
