@@ -157,7 +157,9 @@ def test_oneofs_that_must_be_set_and_paths_into_set_sub_messages() -> None:
     empty_action = gateway_pb2.SubmitActionRequest(
         match_id=MATCH, idempotency_key="k", action=rules_pb2.Action()
     )
-    assert paths(empty_action) == {"action.kind": "is required: set one of resign, chess, gin"}
+    (description,) = paths(empty_action).values()  # every family's action is one more member
+    assert set(paths(empty_action)) == {"action.kind"}
+    assert description.startswith("is required: set one of resign, chess, gin")
     found = paths(
         gateway_pb2.SubmitActionRequest(
             match_id=MATCH, idempotency_key="k", action=rules_pb2.Action(chess=chess_pb2.ChessAction())
