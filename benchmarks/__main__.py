@@ -15,6 +15,7 @@ BENCHMARKS = {
     "clock": "benchmarks.clock",
     "chess": "benchmarks.chess",
     "gin": "benchmarks.gin_engine",
+    "backgammon": "benchmarks.backgammon",
     "matchmaking": "benchmarks.matchmaking",
     "gateway_e2e": "benchmarks.gateway_e2e",
     "platform_load": "benchmarks.platform_load",

@@ -234,6 +234,18 @@ class Clock:
             raise ClockStateError("cannot resume: the clock is not paused")
         return Clock(self.control, self.seats, self.to_move, self.turn_elapsed_ms, now_ms)
 
+    def hand_over(self, now_ms: int, to_move: int) -> Clock:
+        """Restart a paused clock at ``now_ms`` with ``to_move``'s turn, charging and crediting nobody:
+        the end of a phase no clock timed (a pause between the games of a match), after which the
+        game's next mover may be either seat.
+
+        Raises :class:`ClockStateError` unless the clock is paused.
+        """
+        self._check_now(now_ms)
+        if not self.paused:
+            raise ClockStateError("cannot hand over: the clock is not paused")
+        return Clock(self.control, self.seats, self._check_seat(to_move), 0, now_ms)
+
     def apply(self, event: ClockEvent) -> Clock:
         """The clock after one logged event (a press's :class:`PressResult` is reduced to its clock)."""
         match event.action:

@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 
 class RulesError(ValueError):
@@ -78,6 +78,16 @@ class Termination(StrEnum):
     TIMEOUT_VS_INSUFFICIENT_MATERIAL = "timeout_vs_insufficient_material"
     HANDS_WON = "hands_won"
     """A match of several hands (gin rummy) won by taking the required number of hands."""
+    BEAR_OFF = "bear_off"
+    """A backgammon game (the whole match, in money play) won by bearing off every checker."""
+    DOUBLE_DROPPED = "double_dropped"
+    """A backgammon game ended by a refused double (or beaver): the dropper loses the stake before it."""
+    RESIGNATION_ACCEPTED = "resignation_accepted"
+    """A backgammon game ended by a resign offer (single, gammon or backgammon) that was accepted."""
+    MATCH_POINTS = "match_points"
+    CONTINUE_TIMEOUT = "continue_timeout"
+    """A match of several games ended because a player did not confirm the next game in time."""
+    """A backgammon match to N points won by reaching N (``Outcome.cause``: how its last game ended)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,4 +185,33 @@ class Engine(Protocol[State, Options, View]):
 
     def apply_chance(self, state: State, request: ChanceRequest, values: tuple[int, ...]) -> State:
         """The state once ``request`` was drawn with ``values`` (only called when it was needed)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseDeadline:
+    """A phase of the game that no player's clock times and that has a deadline of its own (a pause
+    between the games of a match, a count to agree on, a setup both seats make at once).
+
+    While the engine says its state is in such a phase, the runtime stops every clock; when
+    ``within_ms`` have passed since the phase began and the game is still in it, the runtime logs a
+    ``deadline`` event and asks :meth:`TimesPhases.on_phase_deadline` what happens (the match may end, or
+    go on, or need a draw). The same mechanism serves every family (docs/match-runtime.md, "Phases").
+    """
+
+    within_ms: int
+    seat: int | None = None
+    """The seat whose inaction the deadline is about, when there is one (for the record and logs)."""
+
+
+@runtime_checkable
+class TimesPhases(Protocol):
+    """An engine with phases timed by a deadline instead of the players' clocks (:class:`PhaseDeadline`)."""
+
+    def phase_deadline(self, state: Any) -> PhaseDeadline | None:
+        """The deadline of the phase ``state`` is in, or ``None`` (the players' clocks time the game)."""
+        ...
+
+    def on_phase_deadline(self, state: Any) -> Any:
+        """The state once the phase's deadline passed with the game still in it (it may be over)."""
         ...

@@ -15,7 +15,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
-from libs.engines.base import GameOverError, IllegalActionError, MalformedActionError, NotYourTurnError
+from libs.engines.base import (
+    GameOverError,
+    IllegalActionError,
+    MalformedActionError,
+    NotYourTurnError,
+    Outcome,
+)
 from libs.match.chance import ChanceSource, ChanceUnavailable, NoChance
 from libs.match.deadlines import Deadlines
 from libs.match.family import Family
@@ -324,9 +330,15 @@ class MatchActor:
         await self._end(*overdue, now)
         return True
 
-    async def _end(self, due: Due, outcome: Any, now: int) -> None:
-        payload = {"outcome": outcome_to_json(outcome), "ended_at_ms": due.at_ms, "due": due.kind}
-        event = MatchEvent(self.record.sequence + 1, EventKind.END, now, payload, due.seat)
+    async def _end(self, due: Due, outcome: Outcome | None, now: int) -> None:
+        """Log what fell due: the end it brings, or (a timed phase's deadline: ``outcome`` None) a
+        ``deadline`` event, after which the engine says whether and how the match goes on."""
+        if outcome is None:
+            payload: dict[str, Any] = {"due_at_ms": due.at_ms, "due": due.kind}
+            event = MatchEvent(self.record.sequence + 1, EventKind.DEADLINE, now, payload, due.seat)
+        else:
+            payload = {"outcome": outcome_to_json(outcome), "ended_at_ms": due.at_ms, "due": due.kind}
+            event = MatchEvent(self.record.sequence + 1, EventKind.END, now, payload, due.seat)
         await self._commit(step(self.family, self.record, event))
 
     def _refuse_if_over(self) -> None:

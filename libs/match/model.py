@@ -26,7 +26,7 @@ from enum import StrEnum
 from typing import Any
 
 from libs.clocks import Clock, TimeControl
-from libs.engines.base import ActionContext, ChanceRequest, Outcome, Termination
+from libs.engines.base import ActionContext, ChanceRequest, Outcome, PhaseDeadline, Termination, TimesPhases
 from libs.fairness import FAIRNESS_VERSION
 from libs.match.family import Family, SaysWhatIsAMove
 
@@ -49,6 +49,9 @@ class EventKind(StrEnum):
     """A draw from the match's fairness stream (a shuffle, the first dealer) handed to the engine."""
     RESUMED = "resumed"
     """The shard was down from ``down_from_ms`` until this event: that time is charged to nobody."""
+    DEADLINE = "deadline"
+    """A phase's own deadline passed (:class:`~libs.engines.base.PhaseDeadline`): the engine says what
+    follows."""
 
 
 class MatchStatus(StrEnum):
@@ -175,7 +178,7 @@ class Due:
     seat: int
 
 
-SAME_INSTANT_ORDER = ("flag", "disconnect")
+SAME_INSTANT_ORDER = ("flag", "phase", "disconnect")
 """Which of a live match's automatic ends counts as first when they fall due in the same millisecond.
 
 The flag comes first: the clock is the game's own rule (the ruleset says what it means, e.g. a FIDE draw
@@ -206,6 +209,9 @@ class MatchRecord:
     clock_marks: tuple[ClockMark, ...] = ()
     draws: tuple[DrawUsed, ...] = ()
     """Every draw the match used, in the order it was logged (what the fairness proof must contain)."""
+    phase_since_ms: int | None = None
+    """When the phase the game is in began, while it is in one that its own deadline times instead of
+    the clocks (:class:`~libs.engines.base.PhaseDeadline`); ``None`` otherwise."""
 
     @property
     def match_id(self) -> str:
@@ -255,21 +261,28 @@ class MatchRecord:
             # in time aborts the match.
             return [Due(self.turn_since_ms + self.setup.first_move_timeout_ms, "first_move", mover)]
         found: list[Due] = []
-        flag_at = self.clock.flag_at_ms()
-        if flag_at is not None:
-            found.append(Due(flag_at, "flag", mover))
+        phase = phase_deadline(family, self.game)
+        if phase is not None and self.phase_since_ms is not None:
+            # A phase its own deadline times: no clock runs (so no flag can fall) until it ends.
+            seat = phase.seat if phase.seat is not None else mover
+            found.append(Due(self.phase_since_ms + phase.within_ms, "phase", seat))
+        else:
+            flag_at = self.clock.flag_at_ms()
+            if flag_at is not None:
+                found.append(Due(flag_at, "flag", mover))
         for seat, since in enumerate(self.disconnected_since):
             if since is not None:
                 start = max(since, self.live_since_ms)
                 found.append(Due(start + self.setup.disconnect_forfeit_ms, "disconnect", seat))
         return sorted(found, key=lambda d: (d.at_ms, SAME_INSTANT_ORDER.index(d.kind), d.seat != mover))
 
-    def overdue(self, family: Family, now_ms: int) -> tuple[Due, Outcome] | None:
-        """The first thing that has happened by itself by ``now_ms``, and the outcome it brings."""
+    def overdue(self, family: Family, now_ms: int) -> tuple[Due, Outcome | None] | None:
+        """The first thing that has happened by itself by ``now_ms``, and the outcome it brings (``None``
+        for a phase's deadline: what follows is the engine's to say, through a ``deadline`` event)."""
         for due in self.due(family):
             if due.at_ms > now_ms:
                 return None
-            return due, self._outcome_of(family, due)
+            return due, None if due.kind == "phase" else self._outcome_of(family, due)
         return None
 
     def _outcome_of(self, family: Family, due: Due) -> Outcome:
@@ -325,7 +338,17 @@ def step(family: Family, record: MatchRecord, event: MatchEvent) -> MatchRecord:
         raise ValueError(f"event {event.sequence} does not follow {record.sequence}")
     base = replace(record, sequence=event.sequence, last_event=event)
     if event.kind is EventKind.ACTION:
-        return _act(family, base, event)
+        return _in_phase(family, _act(family, base, event), event.at_ms)
+    if event.kind is EventKind.DEADLINE:
+        engine = family.engine
+        if not isinstance(engine, TimesPhases) or engine.phase_deadline(record.game) is None:
+            raise ValueError("the log has a phase deadline for a game in no timed phase")
+        game = engine.on_phase_deadline(record.game)
+        outcome = engine.outcome(game)
+        updated = replace(base, game=game)
+        return _in_phase(
+            family, updated if outcome is None else _end(updated, outcome, event.at_ms), event.at_ms
+        )
     if event.kind is EventKind.PRESENCE:
         assert event.seat is not None
         since = list(record.disconnected_since)
@@ -359,8 +382,44 @@ def step(family: Family, record: MatchRecord, event: MatchEvent) -> MatchRecord:
         game = family.engine.apply_chance(record.game, request, values)
         outcome = family.engine.outcome(game)
         updated = replace(base, game=game, draws=(*record.draws, DrawUsed(request, values)))
-        return updated if outcome is None else _end(updated, outcome, event.at_ms)
+        return _in_phase(
+            family, updated if outcome is None else _end(updated, outcome, event.at_ms), event.at_ms
+        )
     raise ValueError(f"unexpected event kind {event.kind}")
+
+
+def phase_deadline(family: Family, game: Any) -> PhaseDeadline | None:
+    """The deadline of the timed phase ``game`` is in (``None``: the clocks time it, or the engine has no
+    such phases)."""
+    engine = family.engine
+    return engine.phase_deadline(game) if isinstance(engine, TimesPhases) else None
+
+
+def _in_phase(family: Family, record: MatchRecord, at_ms: int) -> MatchRecord:
+    """``record`` with its clock and phase start kept in step with the game's timed phase: entering one
+    stops the clock (nobody's time runs) and notes when it began; leaving it hands the clock over to the
+    game's next mover, charged from then (docs/match-runtime.md, "Phases")."""
+    if record.is_over:
+        return record if record.phase_since_ms is None else replace(record, phase_since_ms=None)
+    phase = phase_deadline(family, record.game)
+    clock = record.clock
+    if phase is not None:
+        if clock.is_running:
+            clock = clock.pause(max(at_ms, clock.since_ms or at_ms))
+        since = record.phase_since_ms if record.phase_since_ms is not None else at_ms
+        return replace(record, clock=clock, phase_since_ms=since)
+    if record.phase_since_ms is None:
+        return record
+    mover = family.engine.to_move(record.game)
+    if (
+        clock.is_started
+        and clock.paused
+        and mover is not None
+        and family.engine.chance_needed(record.game) is None
+    ):
+        # The phase is over and someone is to move: their time runs from now (the turn's start).
+        return replace(record, clock=clock.hand_over(at_ms, mover), phase_since_ms=None, turn_since_ms=at_ms)
+    return record  # (a draw comes first: the clock waits for it, paused, and is handed over after)
 
 
 def resumed(record: MatchRecord, down_from_ms: int, at_ms: int) -> MatchRecord:
@@ -386,7 +445,8 @@ def resumed(record: MatchRecord, down_from_ms: int, at_ms: int) -> MatchRecord:
         # Waiting for the first move: its count resumes where it stood.
         return replace(record, clock=clock, turn_since_ms=record.turn_since_ms + credit)
     since = tuple(None if s is None else max(s, live) + credit for s in record.disconnected_since)
-    return replace(record, clock=clock, disconnected_since=since)
+    phase_since = None if record.phase_since_ms is None else record.phase_since_ms + credit
+    return replace(record, clock=clock, disconnected_since=since, phase_since_ms=phase_since)
 
 
 def _end(record: MatchRecord, outcome: Outcome, at_ms: int) -> MatchRecord:
@@ -412,6 +472,8 @@ def _act(family: Family, record: MatchRecord, event: MatchEvent) -> MatchRecord:
     next_mover = engine.to_move(game)
     outcome = engine.outcome(game)
     is_move = declared if declared is not None else (next_mover != mover or outcome is not None)
+    if record.phase_since_ms is not None:
+        is_move = False  # an action in a phase no clock times (a "continue" between games) is not a move
     if not is_move:
         # Not a move (a draw offer, accept or claim): no move counted, no press, no clock mark. If it
         # ends the game, the clock stops at this instant (the running side is charged up to it).

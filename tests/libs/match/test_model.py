@@ -61,6 +61,7 @@ def test_before_the_first_move_only_the_abort_can_happen_even_for_an_absent_play
     overdue = record.overdue(FAMILY, T0 + TIMEOUT)
     assert overdue is not None
     due, outcome = overdue
+    assert outcome is not None  # an end, not a phase's deadline
     assert due.kind == "first_move"
     assert outcome.termination is Termination.ABORTED
     assert outcome.winner is None
@@ -96,6 +97,7 @@ def test_once_live_an_absent_second_player_forfeits_and_the_match_is_never_abort
     assert record.overdue(FAMILY, t1 + TIMEOUT - 1) is None
     overdue = record.overdue(FAMILY, t1 + TIMEOUT)
     assert overdue is not None
+    assert overdue[1] is not None  # an end, not a phase's deadline
     assert overdue[1].termination is Termination.DISCONNECT
     assert overdue[1].winner == 0
 
@@ -109,6 +111,7 @@ def test_a_connected_second_player_who_never_moves_loses_on_time() -> None:
     assert record.due(FAMILY) == [Due(t1 + 90_000, "flag", 1)]
     overdue = record.overdue(FAMILY, t1 + 90_000)
     assert overdue is not None
+    assert overdue[1] is not None  # an end, not a phase's deadline
     assert overdue[1].termination is Termination.TIMEOUT
     assert overdue[1].winner == 0
 
@@ -125,6 +128,7 @@ def test_a_flag_and_a_forfeit_in_the_same_millisecond_the_flag_comes_first() -> 
     assert [d.kind for d in record.due(FAMILY)] == ["flag", "disconnect"]
     overdue = record.overdue(FAMILY, flag_at)
     assert overdue is not None
+    assert overdue[1] is not None  # an end, not a phase's deadline
     assert overdue[0] == Due(flag_at, "flag", 1)
     assert overdue[1].termination is Termination.TIMEOUT
     assert overdue[1].winner == 0
@@ -138,6 +142,7 @@ def test_two_forfeits_in_the_same_millisecond_the_seat_to_move_forfeits() -> Non
     assert [(d.kind, d.seat) for d in record.due(FAMILY)][:2] == [("disconnect", 1), ("disconnect", 0)]
     overdue = record.overdue(FAMILY, t1 + TIMEOUT)
     assert overdue is not None
+    assert overdue[1] is not None  # an end, not a phase's deadline
     assert overdue[1].termination is Termination.DISCONNECT
     assert overdue[1].winner == 0
 

@@ -889,7 +889,7 @@ class GetRecordResponse(_message.Message):
     record: _builtins.str
     """The game in the family's notation: PGN for chess."""
     record_format: _builtins.str
-    """The format of record: "pgn" for chess, "txt" for gin rummy."""
+    """The format of record: "pgn" for chess, "txt" for gin rummy, "mat" for backgammon (a gnubg match file)."""
     fairness_commitment: _builtins.str
     """The match's fairness commitment and its version, as announced before the match (empty and 0 for
     families without chance).

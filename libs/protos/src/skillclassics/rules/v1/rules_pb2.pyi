@@ -8,6 +8,7 @@ from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from skillclassics.backgammon.v1 import backgammon_pb2 as _backgammon_pb2
 from skillclassics.chess.v1 import chess_pb2 as _chess_pb2
 from skillclassics.errors.v1 import errors_pb2 as _errors_pb2
 from skillclassics.gin.v1 import gin_pb2 as _gin_pb2
@@ -100,6 +101,18 @@ class _TerminationEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Terminati
     """Chess, FIDE rules: a clock ran out but the opponent cannot mate; a draw."""
     TERMINATION_HANDS_WON: _Termination.ValueType  # 16
     """A match of hands (gin rummy) won by taking the required number of hands."""
+    TERMINATION_BEAR_OFF: _Termination.ValueType  # 17
+    """Backgammon: the winner bore off every checker (a single game, or the match's last game)."""
+    TERMINATION_DOUBLE_DROPPED: _Termination.ValueType  # 18
+    """Backgammon: a double (or beaver) was dropped; the dropper loses the stake before it."""
+    TERMINATION_RESIGNATION_ACCEPTED: _Termination.ValueType  # 19
+    """Backgammon: a resignation offer (single, gammon or backgammon) was accepted."""
+    TERMINATION_MATCH_POINTS: _Termination.ValueType  # 20
+    """Backgammon match play: a player reached the match's points (Result.cause: how its last game ended)."""
+    TERMINATION_CONTINUE_TIMEOUT: _Termination.ValueType  # 21
+    """A match of several games ended because a player did not confirm the next game within its deadline
+    (backgammon's continue step); the other player wins.
+    """
 
 class Termination(_Termination, metaclass=_TerminationEnumTypeWrapper):
     """Termination is why a match ended."""
@@ -144,6 +157,18 @@ TERMINATION_TIMEOUT_VS_INSUFFICIENT_MATERIAL: Termination.ValueType  # 15
 """Chess, FIDE rules: a clock ran out but the opponent cannot mate; a draw."""
 TERMINATION_HANDS_WON: Termination.ValueType  # 16
 """A match of hands (gin rummy) won by taking the required number of hands."""
+TERMINATION_BEAR_OFF: Termination.ValueType  # 17
+"""Backgammon: the winner bore off every checker (a single game, or the match's last game)."""
+TERMINATION_DOUBLE_DROPPED: Termination.ValueType  # 18
+"""Backgammon: a double (or beaver) was dropped; the dropper loses the stake before it."""
+TERMINATION_RESIGNATION_ACCEPTED: Termination.ValueType  # 19
+"""Backgammon: a resignation offer (single, gammon or backgammon) was accepted."""
+TERMINATION_MATCH_POINTS: Termination.ValueType  # 20
+"""Backgammon match play: a player reached the match's points (Result.cause: how its last game ended)."""
+TERMINATION_CONTINUE_TIMEOUT: Termination.ValueType  # 21
+"""A match of several games ended because a player did not confirm the next game within its deadline
+(backgammon's continue step); the other player wins.
+"""
 Global___Termination: _TypeAlias = Termination  # noqa: Y015
 
 @_typing.final
@@ -227,6 +252,7 @@ class MatchOptions(_message.Message):
 
     CHESS_FIELD_NUMBER: _builtins.int
     GIN_FIELD_NUMBER: _builtins.int
+    BACKGAMMON_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def chess(self) -> _chess_pb2.ChessOptions:
         """Chess options."""
@@ -235,17 +261,22 @@ class MatchOptions(_message.Message):
     def gin(self) -> _gin_pb2.GinOptions:
         """Gin rummy options."""
 
+    @_builtins.property
+    def backgammon(self) -> _backgammon_pb2.BackgammonOptions:
+        """Backgammon options."""
+
     def __init__(
         self,
         *,
         chess: _chess_pb2.ChessOptions | None = ...,
         gin: _gin_pb2.GinOptions | None = ...,
+        backgammon: _backgammon_pb2.BackgammonOptions | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["chess", b"chess", "family", b"family", "gin", b"gin"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["backgammon", b"backgammon", "chess", b"chess", "family", b"family", "gin", b"gin"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["chess", b"chess", "family", b"family", "gin", b"gin"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["backgammon", b"backgammon", "chess", b"chess", "family", b"family", "gin", b"gin"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_family: _TypeAlias = _typing.Literal["chess", "gin"]  # noqa: Y015
+    _WhichOneofReturnType_family: _TypeAlias = _typing.Literal["chess", "gin", "backgammon"]  # noqa: Y015
     _WhichOneofArgType_family: _TypeAlias = _typing.Literal["family", b"family"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_family) -> _WhichOneofReturnType_family | None: ...
 
@@ -260,6 +291,7 @@ class Action(_message.Message):
     RESIGN_FIELD_NUMBER: _builtins.int
     CHESS_FIELD_NUMBER: _builtins.int
     GIN_FIELD_NUMBER: _builtins.int
+    BACKGAMMON_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def resign(self) -> Global___Resign:
         """Resign the match, on any turn."""
@@ -272,18 +304,23 @@ class Action(_message.Message):
     def gin(self) -> _gin_pb2.GinAction:
         """A gin rummy action."""
 
+    @_builtins.property
+    def backgammon(self) -> _backgammon_pb2.BackgammonAction:
+        """A backgammon action."""
+
     def __init__(
         self,
         *,
         resign: Global___Resign | None = ...,
         chess: _chess_pb2.ChessAction | None = ...,
         gin: _gin_pb2.GinAction | None = ...,
+        backgammon: _backgammon_pb2.BackgammonAction | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["chess", b"chess", "gin", b"gin", "kind", b"kind", "resign", b"resign"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["backgammon", b"backgammon", "chess", b"chess", "gin", b"gin", "kind", b"kind", "resign", b"resign"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["chess", b"chess", "gin", b"gin", "kind", b"kind", "resign", b"resign"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["backgammon", b"backgammon", "chess", b"chess", "gin", b"gin", "kind", b"kind", "resign", b"resign"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["resign", "chess", "gin"]  # noqa: Y015
+    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["resign", "chess", "gin", "backgammon"]  # noqa: Y015
     _WhichOneofArgType_kind: _TypeAlias = _typing.Literal["kind", b"kind"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_kind) -> _WhichOneofReturnType_kind | None: ...
 
@@ -314,6 +351,7 @@ class View(_message.Message):
 
     CHESS_FIELD_NUMBER: _builtins.int
     GIN_FIELD_NUMBER: _builtins.int
+    BACKGAMMON_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def chess(self) -> _chess_pb2.ChessView:
         """The chess view."""
@@ -322,17 +360,22 @@ class View(_message.Message):
     def gin(self) -> _gin_pb2.GinView:
         """The gin rummy view."""
 
+    @_builtins.property
+    def backgammon(self) -> _backgammon_pb2.BackgammonView:
+        """The backgammon view."""
+
     def __init__(
         self,
         *,
         chess: _chess_pb2.ChessView | None = ...,
         gin: _gin_pb2.GinView | None = ...,
+        backgammon: _backgammon_pb2.BackgammonView | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["chess", b"chess", "family", b"family", "gin", b"gin"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["backgammon", b"backgammon", "chess", b"chess", "family", b"family", "gin", b"gin"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["chess", b"chess", "family", b"family", "gin", b"gin"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["backgammon", b"backgammon", "chess", b"chess", "family", b"family", "gin", b"gin"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_family: _TypeAlias = _typing.Literal["chess", "gin"]  # noqa: Y015
+    _WhichOneofReturnType_family: _TypeAlias = _typing.Literal["chess", "gin", "backgammon"]  # noqa: Y015
     _WhichOneofArgType_family: _TypeAlias = _typing.Literal["family", b"family"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_family) -> _WhichOneofReturnType_family | None: ...
 
@@ -1248,7 +1291,7 @@ class GetRecordResponse(_message.Message):
     record: _builtins.str
     """The game in the family's notation: PGN for chess."""
     record_format: _builtins.str
-    """The format of record: "pgn" for chess, "txt" for gin rummy."""
+    """The format of record: "pgn" for chess, "txt" for gin rummy, "mat" for backgammon (a gnubg match file)."""
     fairness_commitment: _builtins.str
     """The match's fairness commitment and its version, as announced before the match (empty and 0 for
     families without chance).

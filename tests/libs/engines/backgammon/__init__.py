@@ -1,0 +1,1 @@
+"""Tests of the backgammon engine (``libs/engines/backgammon``)."""
