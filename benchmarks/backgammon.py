@@ -8,14 +8,24 @@ listed again (the engine lists, checks and shows a roll several times).
 
 from __future__ import annotations
 
+import asyncio
 import random
 import time
+import uuid
+from typing import Any
 
-from benchmarks.support import percentile
+from skillclassics.backgammon.v1 import backgammon_pb2 as bg_pb2
+from skillclassics.fairness.v1 import fairness_pb2, fairness_pb2_grpc
+from skillclassics.rules.v1 import rules_pb2 as rules_pb
+from skillclassics.rules.v1 import rules_pb2_grpc
+
+from benchmarks.support import bench_service, percentile, rss_mib
 from libs.engines.backgammon import BLACK, Position, Variant, legal_plays
 from libs.engines.backgammon.moves import _cached, _generate
 from libs.engines.backgammon.notation import _canonical
+from tests.callers import RULES_CALLERS, Callers
 from tests.libs.engines.backgammon.reference import random_game_positions
+from tests.support import backend_channel
 
 POSITIONS = 20_000
 """Positions from random games for the plays-per-second figures."""
@@ -149,8 +159,131 @@ def engine_game_figures() -> list[tuple[str, str]]:
     return figures
 
 
+# ---------------------------------------------------------------------------------------------------------
+# Through the service (rules-backgammon as its own process, every die from the fairness service)
+
+SERVICE_MATCHES = 16
+"""Backgammon games played at once through the service."""
+MEMORY_MATCHES = 300
+"""Live backgammon games held for the memory figure, each played to a typical game's length."""
+
+
+def _random_action(update: Any, rng: random.Random) -> str:
+    """A random legal play from the view's list; roll; continue (lobby tables: no cube)."""
+    view = update.view.backgammon
+    if view.phase == bg_pb2.PHASE_MOVE:
+        return str(rng.choice(view.legal_plays))
+    return "continue" if view.phase == bg_pb2.PHASE_BETWEEN_GAMES else "roll"
+
+
+async def _mover_update(stub: Any, match_id: str) -> Any | None:
+    """The update as the seat to act sees it (with its legal actions); ``None`` once the game is over."""
+    while True:
+        update = (await stub.GetMatch(rules_pb.GetMatchRequest(match_id=match_id, seat=0))).update
+        if update.status in (rules_pb.MATCH_STATUS_FINISHED, rules_pb.MATCH_STATUS_ABORTED):
+            return None
+        drawing = update.view.backgammon.phase in (bg_pb2.PHASE_OPENING, bg_pb2.PHASE_ROLLING)
+        if not update.HasField("to_move") or drawing:
+            await asyncio.sleep(0.002)  # the dice are being drawn
+            continue
+        if update.to_move == 0:
+            return update
+        return (await stub.GetMatch(rules_pb.GetMatchRequest(match_id=match_id, seat=1))).update
+
+
+async def _play_through(
+    stub: Any, match_id: str, rng: random.Random, latencies: list[float], limit: int | None = None
+) -> int:
+    """Both seats of one game, random legal plays, until it ends (or ``limit`` actions); the actions made."""
+    made = 0
+    while limit is None or made < limit:
+        mine = await _mover_update(stub, match_id)
+        if mine is None:
+            return made
+        request = rules_pb.SubmitActionRequest(
+            match_id=match_id,
+            seat=mine.to_move,
+            idempotency_key=f"a{mine.sequence}",
+            action=rules_pb.Action(backgammon=bg_pb2.BackgammonAction(action=_random_action(mine, rng))),
+        )
+        started = time.perf_counter()
+        await stub.SubmitAction(request)
+        latencies.append(time.perf_counter() - started)
+        made += 1
+    return made
+
+
+async def _new_match(stub: Any, commit: Any, label: str) -> str:
+    match_id = f"backgammon.0.{label}{uuid.uuid4().hex[:8]}"
+    committed = await commit(fairness_pb2.CommitRequest(match_id=match_id, idempotency_key=match_id))
+    await stub.CreateMatch(
+        rules_pb.CreateMatchRequest(
+            match_id=match_id,
+            seats=[
+                rules_pb.SeatAssignment(seat=0, player_id="a"),
+                rules_pb.SeatAssignment(seat=1, player_id="b"),
+            ],
+            options=rules_pb.MatchOptions(backgammon=bg_pb2.BackgammonOptions()),
+            time_control=rules_pb.TimeControl(base_ms=30 * 60_000),
+            fairness_commitment=committed.commitment,
+            idempotency_key=match_id,
+            disconnect_forfeit_ms=3_600_000,
+        )
+    )
+    return match_id
+
+
+async def through_service() -> list[tuple[str, str]]:
+    """Whole lobby games (standard, no cube) through rules-backgammon, ``SERVICE_MATCHES`` at once, every
+    roll drawn from fairness; then the memory of ``MEMORY_MATCHES`` live games at a typical length."""
+    async with (
+        bench_service("services.fairness") as (fairness, backend),
+        bench_service("services.rules_backgammon", {"FAIRNESS_ADDRESS": fairness.address}) as (rules, _),
+        backend_channel(fairness.address, "matchmaking") as fairness_channel,
+        Callers(rules.address) as rules_callers,
+    ):
+        # Matchmaking commits and creates the matches, the gateway plays them: over mutual TLS as each.
+        commit = fairness_pb2_grpc.FairnessServiceStub(fairness_channel).Commit
+        stub = rules_callers.stub(rules_pb2_grpc.RulesServiceStub, RULES_CALLERS)
+        matches = [await _new_match(stub, commit, f"bench{n}") for n in range(SERVICE_MATCHES)]
+        latencies: list[float] = []
+        started = time.perf_counter()
+        counts = await asyncio.gather(
+            *(_play_through(stub, m, random.Random(n), latencies) for n, m in enumerate(matches))
+        )
+        elapsed = time.perf_counter() - started
+        latencies.sort()
+        p50, p99 = (percentile(latencies, q) * 1000 for q in (0.5, 0.99))
+        typical = round(sum(counts) / len(counts))
+        what = (
+            f"through rules-backgammon ({backend}, {SERVICE_MATCHES} whole games at once, dice from fairness)"
+        )
+        value = (
+            f"{sum(counts) / elapsed:,.0f} actions/s (plus one or two GetMatch per action; a game "
+            f"{typical} actions on average); SubmitAction p50 {p50:.1f} ms, p99 {p99:.1f} ms"
+        )
+        before = rss_mib(rules.pid)
+        live = 0
+        for batch in range(0, MEMORY_MATCHES, 50):
+            made = await asyncio.gather(*(_new_match(stub, commit, f"mem{batch}x{n}") for n in range(50)))
+            await asyncio.gather(
+                *(_play_through(stub, m, random.Random(m), [], limit=typical - 2) for m in made)
+            )
+            live += sum([await _mover_update(stub, m) is not None for m in made])
+        after = rss_mib(rules.pid)
+        per_match = (after - before) * 1024 / max(live, 1)
+        memory = (
+            f"{after:.1f} MiB with {live:,} live games more, each {typical - 2} actions in (about "
+            f"{per_match:.0f} KiB per live game, the legal-play caches included; "
+            f"{int(1024 * 1024 / max(per_match, 0.001)):,} such games per GiB)"
+        )
+        return [(what, value), ("rules-backgammon memory", memory)]
+
+
 async def run() -> None:
     for name, value in figures():
         print(f"{name}: {value}")
     for name, value in engine_game_figures():
+        print(f"{name}: {value}")
+    for name, value in await through_service():
         print(f"{name}: {value}")

@@ -1,20 +1,20 @@
 """``make demo`` (``python -m clients.demo``): two bots play each family through the gateway.
 
-Against a running stack (``make run`` in another terminal), for every family tried (chess and gin unless
-told otherwise): a random bot opens a private table, a greedy bot joins it, and they play one whole match
-through the gateway, moving instantly. Then the result, and the fairness check: for a family that uses
-chance the match's proof is fetched through the gateway with a player's token (``GetFairnessProof``, as
-any player fetches it) and verified offline (:func:`libs.fairness.verify`); chess draws nothing, which
-is said. A family the stack does not have (its rules service is unavailable or not configured, or
-matchmaking does not offer it) is skipped, saying why.
+Against a running stack (``make run`` in another terminal), for every family tried (every family the
+clients know, :func:`clients.families.family_names`, unless told otherwise): a random bot opens a private
+table, a greedy bot joins it, and they play one whole match through the gateway, moving instantly. Then
+the result, and the fairness check: for a family that uses chance the match's proof is fetched through
+the gateway with a player's token (``GetFairnessProof``, as any player fetches it) and verified offline
+(:func:`libs.fairness.verify`); chess draws nothing, which is said. A family the stack does not have (its
+rules service is unavailable or not configured, or matchmaking does not offer it) is skipped, saying why.
 
 Chess games between these bots can run to hundreds of moves, so a game is capped: once it is
-``--max-plies`` long (300 by default) the bot to move resigns unless it is ahead on material (then its
-opponent resigns a move later); the output says when that happened.
+``--max-plies`` long (300 by default) the bot to move resigns unless it is ahead (material in chess, the
+race in backgammon; then its opponent resigns a move later); the output says when that happened.
 
 Settings (flags, or the environment): ``--gateway`` / ``GATEWAY_ADDRESS`` (``127.0.0.1:50050``),
-``--families`` / ``DEMO_FAMILIES`` (``chess,gin``), ``--max-plies`` / ``DEMO_MAX_PLIES`` (300),
-``--minutes`` / ``DEMO_MINUTES`` (each family's shortest lobby clock: chess 3, gin 5). The
+``--families`` / ``DEMO_FAMILIES`` (``backgammon,chess,gin``), ``--max-plies`` / ``DEMO_MAX_PLIES`` (300),
+``--minutes`` / ``DEMO_MINUTES`` (each family's shortest lobby clock: backgammon 5, chess 3, gin 5). The
 bots' tokens are development JWTs signed with the stack's development key
 (``DATA_DIR/gateway-token-signing.pem``, ``DATA_DIR`` defaulting to ``./data`` as for ``make run``).
 
@@ -37,14 +37,15 @@ import grpc
 from skillclassics.matchmaking.v1 import matchmaking_pb2 as mm
 
 from clients.bot import GameResult, Stalled, play_match
-from clients.families import FamilyClient, UnknownFamily, family
+from clients.families import FamilyClient, UnknownFamily, family, family_names
 from clients.player import DEFAULT_GATEWAY, DevKeyMissing, GatewayError, PlayerSession, development_token
 from libs.fairness import FairnessError, Proof, verify
 from libs.runtime import eventloop
 
 __all__ = ["DemoConfig", "demo", "demo_family", "fairness_report", "main", "main_async"]
 
-DEFAULT_FAMILIES: Final = ("chess", "gin")
+DEFAULT_FAMILIES: Final = family_names()
+"""Every family the clients know (a family the stack does not serve is skipped, saying why)."""
 DEFAULT_MAX_PLIES: Final = 300
 STRATEGIES: Final = ("random", "greedy")
 """The strategy of the table's creator (seat 0) and of the bot that joins it."""
@@ -58,7 +59,7 @@ class DemoConfig:
     families: tuple[str, ...] = DEFAULT_FAMILIES
     max_plies: int = DEFAULT_MAX_PLIES
     minutes: float | None = None
-    """Main time per player; ``None``: each family's shortest lobby clock (chess 3, gin 5 minutes)."""
+    """Main time per player; ``None``: each family's shortest lobby clock (``FamilyClient.quick_minutes``)."""
     env: Mapping[str, str] | None = None
     """Where the development key is found (default: ``os.environ``)."""
     seed: int | None = None
@@ -232,7 +233,7 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     parser.add_argument(
         "--families",
         default=env.get("DEMO_FAMILIES") or ",".join(DEFAULT_FAMILIES),
-        help="comma-separated (default: chess,gin)",
+        help=f"comma-separated (default: {','.join(DEFAULT_FAMILIES)})",
     )
     parser.add_argument(
         "--max-plies",
@@ -245,7 +246,9 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         "--minutes",
         type=float,
         default=float(minutes) if minutes else None,
-        help="main time per player (default: the family's shortest lobby clock: chess 3, gin 5)",
+        help="main time per player (default: the family's shortest lobby clock: "
+        + ", ".join(f"{name} {family(name).quick_minutes:g}" for name in DEFAULT_FAMILIES)
+        + ")",
     )
     parser.add_argument("--seed", type=int, help="seed the bots' choices")
     return parser

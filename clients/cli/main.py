@@ -11,7 +11,7 @@ Commands (see ``docs/cli.md``):
 * ``whoami``, ``ratings``, ``tables``, ``create``, ``join TABLE_ID``, ``queue``: the lobby, through the
   gateway (``create --wait``, ``join`` and ``queue`` then play the match).
 * ``play MATCH_ID``: the interactive board; ``watch MATCH_ID``: follow a match as a spectator;
-  ``record MATCH_ID``: a finished match's record (PGN for chess).
+  ``record MATCH_ID``: a finished match's record (PGN for chess, MAT for backgammon).
 * ``bot``: a bot that finds a game and plays it (``--games N`` in a row).
 
 The gateway is ``--gateway`` or ``GATEWAY_ADDRESS`` (default ``127.0.0.1:50050``); the token is
@@ -297,9 +297,29 @@ def _gateway_options(parser: argparse.ArgumentParser, *, token: bool = True) -> 
         )
 
 
+def _family_options() -> dict[str, tuple[list[str], list[str] | None]]:
+    """Every family's option names (the registry's), with what each family says of them and the values
+    they take (``None`` when some family's option takes any value)."""
+    found: dict[str, tuple[list[str], list[str] | None]] = {}
+    for name in family_names():
+        fam = family(name)
+        for option in fam.option_names:
+            helps, choices = found.get(option, ([], []))
+            helps.append(fam.option_help.get(option, f"{name}: {option}"))
+            mine = fam.option_choices.get(option)
+            if choices is None or mine is None:
+                choices = None
+            else:
+                choices += [value for value in mine if value not in choices]
+            found[option] = (helps, choices)
+    return found
+
+
 def _game_options(parser: argparse.ArgumentParser, *, minutes: float | None) -> None:
-    parser.add_argument("--family", default="chess", help="the game family (default: chess)")
-    default = f"{minutes:g}" if minutes is not None else "the family's shortest lobby clock: chess 3, gin 5"
+    families = ", ".join(family_names())
+    parser.add_argument("--family", default="chess", help=f"the game family: {families} (default: chess)")
+    quickest = ", ".join(f"{name} {family(name).quick_minutes:g}" for name in family_names())
+    default = f"{minutes:g}" if minutes is not None else f"the family's shortest lobby clock: {quickest}"
     parser.add_argument(
         "--minutes", type=float, default=minutes, help=f"main time per player (default: {default})"
     )
@@ -310,13 +330,10 @@ def _game_options(parser: argparse.ArgumentParser, *, minutes: float | None) -> 
         "--fee", type=int, default=0, metavar="MINOR", help="entry fee in minor units, cents (default: 0)"
     )
     parser.add_argument("--currency", default="USD", help="ISO 4217 currency of the fee (default: USD)")
-    parser.add_argument(
-        "--ruleset", choices=["contest", "fide"], help="chess: the ruleset (default: contest)"
-    )
-    parser.add_argument(
-        "--variant", choices=["standard", "straight", "oklahoma"], help="gin: the variant (default: standard)"
-    )
-    parser.add_argument("--hands", help="gin: hands that win the match (default: 3)")
+    # The families' options, from the registry: one flag per option name, whichever families have it.
+    for option, (helps, choices) in sorted(_family_options().items()):
+        flag = f"--{option.replace('_', '-')}"
+        parser.add_argument(flag, dest=option, choices=choices, help="; ".join(helps))
 
 
 def _family(name: str) -> FamilyClient:
@@ -327,7 +344,8 @@ def _family(name: str) -> FamilyClient:
 
 
 def _settings(args: argparse.Namespace) -> dict[str, str]:
-    names = ("ruleset", "variant", "hands")
+    """The family options given as flags (the family judges them: another family's flag is an error)."""
+    names = _family_options()
     return {name: str(getattr(args, name)) for name in names if getattr(args, name, None) is not None}
 
 
@@ -589,7 +607,8 @@ def _register_play(subparsers: SubParsers) -> None:
         help="play a match you are seated in (interactive)",
         description=(
             "Draws the match, both clocks and the opponent's moves as they happen. Type a move "
-            "(chess: SAN or UCI), ? for the legal moves, board to redraw, resign, or quit to leave "
+            "(chess: SAN or UCI; backgammon: 24/18 13/8 or a play's number), ? for the legal moves, "
+            "board to redraw, resign, or quit to leave "
             "(the match goes on without you). Moves typed before your turn are played when it comes. "
             "Standard input may be a file or a pipe: each line is one command."
         ),
@@ -814,7 +833,7 @@ class InteractiveGame:
                 where = f"; recorded in {book.path(self.session.player_id, self.match_id)}"
         return (
             f"fairness: the server committed to {record.commitment} (format version {record.version}) "
-            f"before the first deal{where}"
+            f"before the first draw{where}"
         )
 
     async def _check_fairness(self) -> int:
@@ -985,7 +1004,9 @@ async def _run_watch(args: argparse.Namespace) -> int:
 
 
 def _register_record(subparsers: SubParsers) -> None:
-    parser = subparsers.add_parser("record", help="a finished match's result and record (PGN for chess)")
+    parser = subparsers.add_parser(
+        "record", help="a finished match's result and record (PGN for chess, MAT for backgammon)"
+    )
     parser.add_argument("match_id", metavar="MATCH_ID")
     _gateway_options(parser)
     parser.set_defaults(async_handler=_run_record)

@@ -14,7 +14,8 @@ import importlib
 import random
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from typing import Final
+from types import MappingProxyType
+from typing import ClassVar, Final
 
 from skillclassics.rules.v1 import rules_pb2
 
@@ -36,6 +37,7 @@ __all__ = [
 ]
 
 FAMILY_MODULES: Final[Mapping[str, str]] = {
+    "backgammon": "clients.families.backgammon",
     "chess": "clients.families.chess",
     "gin": "clients.families.gin",
 }
@@ -76,7 +78,11 @@ class FamilyClient(ABC):
     strategies: tuple[str, ...] = ("random", "greedy")
     """The bot strategies :meth:`strategy` accepts; the first is the default."""
     option_names: tuple[str, ...] = ()
-    """The option settings :meth:`options` accepts (command-line flags ``--<name>``)."""
+    """The option settings :meth:`options` accepts (command-line flags ``--<name>``, ``_`` written ``-``)."""
+    option_help: ClassVar[Mapping[str, str]] = MappingProxyType({})
+    """A few words per option name for command-line help (``"gin: standard, straight or oklahoma"``)."""
+    option_choices: ClassVar[Mapping[str, tuple[str, ...]]] = MappingProxyType({})
+    """The values an option takes, where they are a short list (the command line offers them as choices)."""
     quick_minutes: float = 5
     """The shortest lobby clock, minutes per player (what bots and the demo play by default)."""
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Mapping
+from typing import ClassVar
 
 import chess
 from skillclassics.chess.v1 import chess_pb2
@@ -60,6 +61,8 @@ class ChessClient(FamilyClient):
     name = "chess"
     uses_chance = False
     option_names = ("ruleset",)
+    option_help: ClassVar[Mapping[str, str]] = {"ruleset": "chess: contest (default) or fide"}
+    option_choices: ClassVar[Mapping[str, tuple[str, ...]]] = {"ruleset": tuple(_RULESETS)}
     quick_minutes = 3
 
     def options(self, settings: Mapping[str, str]) -> rules_pb2.MatchOptions:

@@ -16,6 +16,7 @@ import random
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from skillclassics.gin.v1 import gin_pb2
 from skillclassics.rules.v1 import rules_pb2
@@ -156,6 +157,11 @@ class GinClient(FamilyClient):
     name = "gin"
     uses_chance = True
     option_names = ("variant", "hands")
+    option_help: ClassVar[Mapping[str, str]] = {
+        "variant": "gin: standard (default), straight or oklahoma",
+        "hands": "gin: hands that win the match (default: 3)",
+    }
+    option_choices: ClassVar[Mapping[str, tuple[str, ...]]] = {"variant": tuple(_VARIANTS)}
     quick_minutes = 5
 
     def options(self, settings: Mapping[str, str]) -> rules_pb2.MatchOptions:

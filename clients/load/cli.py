@@ -91,12 +91,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--families",
         default="chess=2,gin=2",
         metavar="NAME=N,...",
-        help="matches at once per family, mixable (open loop: shares of the arrivals); default chess=2,gin=2",
+        help="matches at once per family, mixable (open loop: shares of the arrivals); "
+        "default chess=2,gin=2; families: backgammon, chess, gin",
     )
     what.add_argument(
         "--minutes",
         metavar="[FAMILY=]M,...",
-        help="main time per player (a lobby clock; default: chess 3, gin 5)",
+        help="main time per player (a lobby clock; default: backgammon 5, chess 3, gin 5)",
     )
     what.add_argument(
         "--increment", metavar="[FAMILY=]S,...", help="seconds added per move (gin: 0, 5 or 10; default 0)"
@@ -105,7 +106,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--option",
         action="append",
         metavar="FAMILY.NAME=VALUE",
-        help="a family option (repeatable): gin.variant=standard|straight|oklahoma, chess.ruleset=fide",
+        help="a family option (repeatable): gin.variant=standard|straight|oklahoma, chess.ruleset=fide, "
+        "backgammon.match_to=5, backgammon.cube=on",
     )
     what.add_argument(
         "--strategy",

@@ -17,6 +17,7 @@ from skillclassics.rules.v1 import rules_pb2
 from libs.engines.base import InvalidOptionsError
 from libs.match.family import Family
 from libs.runtime.errors import ErrorReason, InvalidArgument, Violation
+from services.rules_backgammon.family import BackgammonFamily
 from services.rules_chess.family import ChessFamily
 from services.rules_gin.family import GinFamily
 
@@ -66,7 +67,7 @@ class FamilyRules:
 
 
 FAMILIES: Mapping[str, FamilyRules] = {
-    family.name: FamilyRules(family) for family in (ChessFamily(), GinFamily())
+    family.name: FamilyRules(family) for family in (ChessFamily(), BackgammonFamily(), GinFamily())
 }
 
 

@@ -15,6 +15,7 @@ from clients.families import (
     UnknownFamily,
     clock_line,
     family,
+    family_names,
     family_of_match,
     format_ms,
     result_line,
@@ -388,3 +389,43 @@ def test_random_gin_plays_a_legal_action() -> None:
     update = gin_update(["AC"], ["stock", "take"], pile=["2C"], phase=gin_pb2.PHASE_DRAW)
     assert gin_action(GIN.strategy("random", random.Random(3))(update, 0)) in ("stock", "take")
     assert GIN.strategy("random", random.Random(3))(gin_update([], [], pile=[], phase=0), 0) is None
+
+
+# -- every family of the registry ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", family_names())
+def test_every_family_in_the_registry_is_complete(name: str) -> None:
+    fam = family(name)
+    assert fam.name == name
+    assert family_of_match(f"{name}.0.abc") is fam
+    assert fam.strategies[:2] == ("random", "greedy")  # what the demo and the load harness play
+    for strategy in fam.strategies:
+        assert callable(fam.strategy(strategy, random.Random(0)))
+    with pytest.raises(InputError):
+        fam.strategy("clairvoyant", random.Random(0))
+    assert set(fam.option_help) == set(fam.option_names)  # every option has command-line help
+    assert set(fam.option_choices) <= set(fam.option_names)
+    defaults = fam.options({})
+    assert defaults.WhichOneof("family") == name
+    assert isinstance(fam.describe_options(defaults), str)
+    with pytest.raises(InputError):
+        fam.options({"no_such_option": "1"})
+    assert fam.input_help()
+    assert fam.quick_minutes > 0
+
+
+def test_the_command_line_offers_every_familys_options() -> None:
+    from clients.cli.main import build_parser
+
+    for command in ("create", "queue", "bot"):
+        parser = build_parser()
+        for name in family_names():
+            fam = family(name)
+            settings = {option: (fam.option_choices.get(option) or ("1",))[0] for option in fam.option_names}
+            argv = [command, "--family", name]
+            for option, value in settings.items():
+                argv += [f"--{option.replace('_', '-')}", value]
+            args = parser.parse_args(argv)
+            assert {option: getattr(args, option) for option in fam.option_names} == settings
+            fam.options(settings)  # the family reads what the command line gives it

@@ -647,7 +647,7 @@ async def test_play_records_the_commitment_and_proof_checks_the_proof_against_it
     record_file = cli_env.parent / "fairness" / ann / f"{match_id}.json"
     # `play` says what the server committed to before the deal, and where it keeps it...
     assert (
-        f"fairness: the server committed to {commitment} (format version 1) before the first deal; "
+        f"fairness: the server committed to {commitment} (format version 1) before the first draw; "
         f"recorded in {record_file}"
     ) in out
     # ...and checks the proof against it when the match is over.

@@ -55,6 +55,7 @@ from services.fairness.service import FairnessService
 from services.gateway.service import GatewayService
 from services.matchmaking.families import FAMILIES
 from services.matchmaking.service import MatchmakingService
+from services.rules_backgammon.service import backgammon_rules_service
 from services.rules_chess.service import chess_rules_service
 from services.rules_gin.service import gin_rules_service
 
@@ -75,6 +76,7 @@ FACTORIES: dict[str, Factory] = {
     "services.fairness": FairnessService,
     "services.clock": ClockService,
     "services.rules_chess": chess_rules_service,
+    "services.rules_backgammon": backgammon_rules_service,
     "services.rules_gin": gin_rules_service,
     "services.matchmaking": MatchmakingService,
     "services.gateway": GatewayService,
@@ -707,9 +709,10 @@ PROBE_PORT = 8080
 """A port nothing listens on, tried on every pod: no policy may open ports wholesale."""
 
 CALLS: dict[str, set[str]] = {
-    "gateway": {"matchmaking", "fairness", "rules-chess", "rules-gin"},
-    "matchmaking": {"rules-chess", "rules-gin", "fairness"},
+    "gateway": {"matchmaking", "fairness", "rules-chess", "rules-backgammon", "rules-gin"},
+    "matchmaking": {"rules-chess", "rules-backgammon", "rules-gin", "fairness"},
     "rules-chess": {"clock", "fairness", "matchmaking"},
+    "rules-backgammon": {"clock", "fairness", "matchmaking"},
     "rules-gin": {"clock", "fairness", "matchmaking"},
 }
 """The call graph: which services each service calls, on their gRPC ports (fairness and the clock call

@@ -31,6 +31,7 @@ SHOWN = 8
 FAMILY_CLASSES: Mapping[str, str] = {
     "chess": "services.rules_chess.family:ChessFamily",
     "gin": "services.rules_gin.family:GinFamily",
+    "backgammon": "services.rules_backgammon.family:BackgammonFamily",
 }
 """Each family's rules (to replay logs), ``module:class``."""
 

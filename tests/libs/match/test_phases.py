@@ -234,6 +234,7 @@ def test_readiness_in_either_order_ends_the_break_and_the_next_mover_is_timed_fr
     assert record.phase_since_ms is None
     assert record.clock.is_running
     mover = FAMILY.engine.to_move(record.game)
+    assert mover is not None
     before = record.clock.remaining_ms(mover, ended)
     assert record.clock.remaining_ms(mover, ended + 2_000) == before - 2_000  # timed from the break's end
     assert [d.kind for d in record.due(FAMILY)] == ["flag"]
@@ -257,6 +258,7 @@ def test_at_the_deadline_the_game_may_simply_go_on() -> None:
     assert record.phase_since_ms is None
     assert record.clock.is_running  # handed over to the next mover at the deadline
     mover = FAMILY.engine.to_move(record.game)
+    assert mover is not None
     assert record.clock.remaining_ms(mover, at + 1_000) == record.clock.remaining_ms(mover, at) - 1_000
 
 
