@@ -117,6 +117,9 @@ class ActionContext:
 
     remaining_ms: tuple[int, ...]
     """Each seat's clock as of the action, after the mover's time was charged."""
+    stand_in: bool = False
+    """The action is a stand-in's, played for a seat whose player is away (docs/match-runtime.md,
+    "Stand-ins"): an engine whose scoring depends on it (backgammon match play) reads it."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,7 @@ from libs.engines.base import (
 )
 from libs.match.chance import ChanceSource, ChanceUnavailable, NoChance
 from libs.match.deadlines import Deadlines
-from libs.match.family import Family
+from libs.match.family import Family, PlaysForAbsentSeats
 from libs.match.model import Due, EventKind, MatchEvent, MatchRecord, created, outcome_to_json, step
 from libs.match.presence import DEFAULT_LEASE_MS, DIRECT, RECOVERED, SeatLeases
 from libs.match.store import MatchStore, result_row
@@ -333,6 +333,9 @@ class MatchActor:
     async def _end(self, due: Due, outcome: Outcome | None, now: int) -> None:
         """Log what fell due: the end it brings, or (a timed phase's deadline: ``outcome`` None) a
         ``deadline`` event, after which the engine says whether and how the match goes on."""
+        if due.kind == "stand_in":
+            await self._stand_in(due.seat, now)
+            return
         if outcome is None:
             payload: dict[str, Any] = {"due_at_ms": due.at_ms, "due": due.kind}
             event = MatchEvent(self.record.sequence + 1, EventKind.DEADLINE, now, payload, due.seat)
@@ -340,6 +343,19 @@ class MatchActor:
             payload = {"outcome": outcome_to_json(outcome), "ended_at_ms": due.at_ms, "due": due.kind}
             event = MatchEvent(self.record.sequence + 1, EventKind.END, now, payload, due.seat)
         await self._commit(step(self.family, self.record, event))
+
+    async def _stand_in(self, seat: int, now: int) -> None:
+        """The family's stand-in plays ``seat``'s turn (its player is away; docs/match-runtime.md,
+        "Stand-ins"): logged as the seat's action, marked ``stand_in``, described like any other."""
+        family = self.family
+        assert isinstance(family, PlaysForAbsentSeats)  # (CreateMatch refuses the policy otherwise)
+        action = family.stand_in(self.record.game, seat)
+        if action is None:
+            return
+        payload = {"action": dict(family.action_to_json(action)), "stand_in": True}
+        described = {**payload, "description": family.describe(self.record.game, action)}
+        event = MatchEvent(self.record.sequence + 1, EventKind.ACTION, now, described, seat)
+        await self._commit(step(family, self.record, event))
 
     def _refuse_if_over(self) -> None:
         outcome = self.record.outcome

@@ -105,6 +105,18 @@ class Family(Protocol):
 
 
 @runtime_checkable
+class PlaysForAbsentSeats(Protocol):
+    """A family with a stand-in: a server-side player that takes an absent player's turns when the
+    match's disconnect policy says so (``stand_in_after_ms``; docs/match-runtime.md, "Stand-ins"). It must
+    be deterministic in the state (a replayed log plays the same actions)."""
+
+    def stand_in(self, state: Any, seat: int) -> Any | None:
+        """The action the stand-in plays for ``seat`` now (a family action), or ``None`` when it does
+        nothing (not ``seat``'s turn, or a step only the player may take)."""
+        ...
+
+
+@runtime_checkable
 class SaysWhatIsAMove(Protocol):
     """A family whose actions are not all moves, and that says which are (chess: a draw offer, accept or
     claim is not a move).

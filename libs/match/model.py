@@ -93,6 +93,9 @@ class MatchSetup:
     """How long the first draw waits for every seat's client seed (chance families; 0: no wait)."""
     fairness_version: int = 0
     """The version of the fairness stream behind :attr:`fairness_commitment` (0 without one)."""
+    stand_in_after_ms: int = 0
+    """The disconnect policy: 0, a seat away for :attr:`disconnect_forfeit_ms` forfeits; otherwise a seat
+    away this long is played by the family's stand-in on its turns, and nobody forfeits for being away."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -107,6 +110,7 @@ class MatchSetup:
             "created_at_ms": self.created_at_ms,
             "client_seed_window_ms": self.client_seed_window_ms,
             "fairness_version": self.fairness_version,
+            "stand_in_after_ms": self.stand_in_after_ms,
         }
 
     @classmethod
@@ -126,6 +130,7 @@ class MatchSetup:
             fairness_version=int(
                 data.get("fairness_version", FAIRNESS_VERSION if data["fairness_commitment"] else 0)
             ),
+            stand_in_after_ms=int(data.get("stand_in_after_ms", 0)),
         )
 
 
@@ -178,7 +183,10 @@ class Due:
     seat: int
 
 
-SAME_INSTANT_ORDER = ("flag", "phase", "disconnect")
+SAME_INSTANT_ORDER = ("flag", "phase", "disconnect", "stand_in")
+NOT_AN_END = ("phase", "stand_in")
+"""What may fall due without ending the match: a timed phase's deadline (the engine says what follows)
+and a stand-in's turn (it plays for the absent seat)."""
 """Which of a live match's automatic ends counts as first when they fall due in the same millisecond.
 
 The flag comes first: the clock is the game's own rule (the ruleset says what it means, e.g. a FIDE draw
@@ -209,6 +217,8 @@ class MatchRecord:
     clock_marks: tuple[ClockMark, ...] = ()
     draws: tuple[DrawUsed, ...] = ()
     """Every draw the match used, in the order it was logged (what the fairness proof must contain)."""
+    stood_in: tuple[bool, ...] = (False, False)
+    """Per seat: a stand-in played for it at least once (what settlement reads)."""
     phase_since_ms: int | None = None
     """When the phase the game is in began, while it is in one that its own deadline times instead of
     the clocks (:class:`~libs.engines.base.PhaseDeadline`); ``None`` otherwise."""
@@ -270,10 +280,17 @@ class MatchRecord:
             flag_at = self.clock.flag_at_ms()
             if flag_at is not None:
                 found.append(Due(flag_at, "flag", mover))
+        stand_in_after = self.setup.stand_in_after_ms
         for seat, since in enumerate(self.disconnected_since):
-            if since is not None:
-                start = max(since, self.live_since_ms)
+            if since is None:
+                continue
+            start = max(since, self.live_since_ms)
+            if not stand_in_after:
                 found.append(Due(start + self.setup.disconnect_forfeit_ms, "disconnect", seat))
+            elif seat == mover and phase is None:
+                # Away long enough, and its turn (outside a timed phase: the player's own step): the
+                # stand-in plays, as soon as the turn is there.
+                found.append(Due(max(start + stand_in_after, self.last_at_ms), "stand_in", seat))
         return sorted(found, key=lambda d: (d.at_ms, SAME_INSTANT_ORDER.index(d.kind), d.seat != mover))
 
     def overdue(self, family: Family, now_ms: int) -> tuple[Due, Outcome | None] | None:
@@ -282,7 +299,7 @@ class MatchRecord:
         for due in self.due(family):
             if due.at_ms > now_ms:
                 return None
-            return due, None if due.kind == "phase" else self._outcome_of(family, due)
+            return due, None if due.kind in NOT_AN_END else self._outcome_of(family, due)
         return None
 
     def _outcome_of(self, family: Family, due: Due) -> Outcome:
@@ -467,7 +484,14 @@ def _act(family: Family, record: MatchRecord, event: MatchEvent) -> MatchRecord:
     # The clock as it would be if this action ends the mover's turn (engines read it for tiebreaks).
     presses = record.clock.is_running and mover == event.seat and declared is not False
     pressed = record.clock.press(now).clock if presses else record.clock
-    context = ActionContext(remaining_ms=tuple(pressed.remaining_ms(s, now) for s in range(seats)))
+    stand_in = bool(event.payload.get("stand_in"))
+    context = ActionContext(
+        remaining_ms=tuple(pressed.remaining_ms(s, now) for s in range(seats)), stand_in=stand_in
+    )
+    if stand_in:
+        stood = list(record.stood_in)
+        stood[event.seat] = True
+        record = replace(record, stood_in=tuple(stood))
     game = engine.apply(record.game, event.seat, action, context)
     next_mover = engine.to_move(game)
     outcome = engine.outcome(game)

@@ -75,7 +75,7 @@ class MatchmakingRecipient:
 
     async def deliver(self, result: dict[str, Any]) -> None:
         outcome = outcome_from_json(result["result"])
-        proto = result_proto(outcome, int(result["ended_at_ms"]))
+        proto = result_proto(outcome, int(result["ended_at_ms"]), result.get("stood_in", ()))
         request = matchmaking_pb2.ReportResultRequest(match_id=result["match_id"], result=proto)
         try:
             await self._stub.ReportResult(request, timeout=self._timeout)

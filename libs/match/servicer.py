@@ -14,6 +14,7 @@ from libs.engines.base import ChanceRequest, InvalidOptionsError, MalformedActio
 from libs.fairness import FAIRNESS_VERSION
 from libs.match.actor import MatchActor, MatchClosed
 from libs.match.exchange import SHUTTING_DOWN, ExchangeSession
+from libs.match.family import PlaysForAbsentSeats
 from libs.match.model import (
     DEFAULT_DISCONNECT_FORFEIT_MS,
     DEFAULT_FIRST_MOVE_TIMEOUT_MS,
@@ -120,6 +121,8 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
                     "fairness_version",
                     f"{fairness_version} is not the version this service draws with ({FAIRNESS_VERSION})",
                 )
+        if request.stand_in_after_ms and not isinstance(self._family, PlaysForAbsentSeats):
+            raise invalid_field("stand_in_after_ms", f"must be 0: {self._family.name} has no stand-in")
         setup = MatchSetup(
             match_id=request.match_id,
             family=self._family.name,
@@ -132,6 +135,7 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
             created_at_ms=self._runtime_now(),
             client_seed_window_ms=request.client_seed_window_ms,
             fairness_version=fairness_version,
+            stand_in_after_ms=request.stand_in_after_ms,
         )
         actor = await self._runtime.create(setup, key)
         # The match as created (sequence 1), so that a retry gets exactly the original answer even after
@@ -294,7 +298,7 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         setup = record.setup
         return rules_pb2.GetRecordResponse(
             match_id=record.match_id,
-            result=result_proto(record.outcome, record.ended_at_ms or 0),
+            result=result_proto(record.outcome, record.ended_at_ms or 0, _stood_in(record)),
             record=self._family.export_record(record),
             record_format=self._family.record_format,
             fairness_commitment=setup.fairness_commitment,
@@ -375,7 +379,7 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         if viewer is not None and viewer == to_move:
             update.legal_actions.extend(engine.legal_actions(record.game, viewer))
         if record.outcome is not None:
-            update.result.CopyFrom(result_proto(record.outcome, record.ended_at_ms or at))
+            update.result.CopyFrom(result_proto(record.outcome, record.ended_at_ms or at, _stood_in(record)))
         if event.kind is EventKind.CHANCE:
             # Which draw it was, never its values: a shuffle's order is secret while the match is on.
             update.event.draw.CopyFrom(_draw_proto(ChanceRequest.from_json(event.payload["request"]), ()))
@@ -463,3 +467,7 @@ def _time_control_proto(control: TimeControl) -> rules_pb2.TimeControl:
         periods=control.periods,
         period_ms=control.period_ms,
     )
+
+
+def _stood_in(record: MatchRecord) -> list[int]:
+    return [seat for seat, stood in enumerate(record.stood_in) if stood]

@@ -219,7 +219,11 @@ def result_row(record: MatchRecord, record_text: str, record_format: str) -> dic
         "family": record.setup.family,
         "termination": record.outcome.termination.value,
         "winner": record.outcome.winner,
-        "result": {**outcome_to_json(record.outcome), "ended_at_ms": record.ended_at_ms},
+        "result": {
+            **outcome_to_json(record.outcome),
+            "ended_at_ms": record.ended_at_ms,
+            "stood_in": [seat for seat, stood in enumerate(record.stood_in) if stood],
+        },
         "seats": list(record.setup.players),
         "record": record_text,
         "record_format": record_format,

@@ -227,6 +227,9 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
             winner,
             aborted,
             self._mm.time.now_ms(),
+            # Stakes refunded (a stand-in, or its late returner, won; docs/match-runtime.md "Stand-ins"):
+            # the game does not count for ratings either.
+            rated=result.settlement != rules_pb2.SETTLEMENT_REFUNDED,
         )
         if recorded is None:
             return pb.ReportResultResponse(recorded=False)

@@ -324,9 +324,13 @@ class MatchmakingStore:
         winner: int | None,
         aborted: bool,
         now_ms: int,
+        *,
+        rated: bool = True,
     ) -> tuple[dict[str, Any], list[RatingChange]] | None:
         """Record the result of a match matchmaking made: close it, free both players and update both
-        ratings, once. ``None`` when this very result was recorded before (a retry: nothing changes).
+        ratings, once (not for an abort, nor when ``rated`` is false: a result whose stakes are refunded,
+        docs/matchmaking.md "Results"). ``None`` when this very result was recorded before (a retry:
+        nothing changes).
 
         :raises NotFound: matchmaking made no match ``match_id`` (it holds no record of it).
         :raises InvalidArgument: ``winner`` is not a seat of the match.
@@ -373,7 +377,7 @@ class MatchmakingStore:
                 delete(mm_activity).where(mm_activity.c.player_id.in_(players), mm_activity.c.ref == match_id)
             )
             changes: list[RatingChange] = []
-            if not aborted:
+            if rated and not aborted:
                 changes = self._rate(conn, match, winner, now_ms)
             return match, changes
 

@@ -27,6 +27,7 @@ from libs.engines.backgammon import (
     parse_action,
     parse_play,
 )
+from libs.engines.backgammon.standin import stand_in_action
 from libs.engines.base import InvalidOptionsError, MalformedActionError
 from libs.match.family import JsonObject, LobbyClocks
 from libs.match.model import MatchRecord
@@ -82,6 +83,11 @@ class BackgammonFamily:
                 "(only the variant is chosen: standard, nackgammon or hypergammon)"
             )
         return options.variant.value
+
+    def stand_in(self, state: BackgammonState, seat: int) -> BackgammonAction | None:
+        """The stand-in's action for an absent ``seat`` (libs/engines/backgammon/standin.py)."""
+        text = stand_in_action(state, seat)
+        return None if text is None else parse_action(text)
 
     def options_from_proto(self, options: rules_pb2.MatchOptions) -> BackgammonOptions:
         which = options.WhichOneof("family")

@@ -22,6 +22,7 @@ from libs.engines.gin import (
     parse_action,
 )
 from libs.engines.gin.actions import GinAction
+from libs.engines.gin.standin import stand_in_action
 from libs.match.family import JsonObject, LobbyClocks
 from libs.match.model import MatchRecord
 
@@ -106,6 +107,11 @@ class GinFamily:
                 "lobby gin matches are best of five: the first to 3 hand wins (hands_to_win 3)"
             )
         return options.variant.value
+
+    def stand_in(self, state: GinState, seat: int) -> GinAction | None:
+        """The stand-in's action for an absent ``seat`` (libs/engines/gin/standin.py)."""
+        text = stand_in_action(state, seat)
+        return None if text is None else parse_action(text)
 
     def options_from_proto(self, options: rules_pb2.MatchOptions) -> GinOptions:
         which = options.WhichOneof("family")

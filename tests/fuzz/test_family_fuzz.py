@@ -7,8 +7,11 @@ among the actions ``legal_actions`` offered that seat.
 States: chess from the start, one move in, castling, en passant and promotion positions, a FIDE game
 with a draw offer pending, and finished games (mate, agreed draw); gin rummy waiting for its deal, in
 the upcard offer, mid-hand (reached by a random walk of legal actions from a drawn shuffle) and over.
+Backgammon in every phase (a money game, one with the cube and beavers, a match to 3, hypergammon with
+automatic bear-off), reached by random walks with seeded dice.
 Actions: random text, UCI- and SAN-shaped strings, the draw words, gin's words with every card and
-some that are not cards, and the legal actions of either seat (so the wrong seat's moves too).
+some that are not cards, backgammon's words and play-shaped text, and the legal actions of either seat
+(so the wrong seat's moves too).
 """
 
 from __future__ import annotations
@@ -327,3 +330,90 @@ def test_gin_parser_reads_or_says_malformed(text: str) -> None:
     except MalformedActionError:
         return
     assert parse_gin(action.notation) == action
+
+
+# -- backgammon --------------------------------------------------------------------------------------------
+
+PLAY_LIKE = r"\A((bar|25|[0-9]{1,2})/((off|[0-9]{1,2})\*?/?){1,3}(\([0-9]\))? ?){1,4}\Z"
+"""Play-shaped text: steps from the bar or a point to a point or off, hits, chained steps, repeats."""
+BACKGAMMON_WORDS = (
+    "roll", "double", "take", "drop", "pass", "beaver", "accept", "reject", "continue",
+    "resign", "resign single", "resign gammon", "resign backgammon", "resign triple", "ROLL", "0", "1",
+    "99", "-1", "1.5",
+)  # fmt: skip
+
+
+def _backgammon_states() -> dict[str, Any]:
+    """States of every phase: reached by random walks of legal actions with seeded dice."""
+    import random
+
+    from libs.engines.backgammon import BACKGAMMON, BackgammonOptions, Variant
+
+    setups = {
+        "money": BackgammonOptions(),
+        "cube": BackgammonOptions(cube=True, gammons=True, beavers=True),
+        "match": BackgammonOptions(cube=True, gammons=True, match_to=3),
+        "hyper": BackgammonOptions(variant=Variant.HYPERGAMMON, auto_bearoff=True),
+    }
+    states: dict[str, Any] = {}
+    rng = random.Random(2026)
+    for name, options in setups.items():
+        state = BACKGAMMON.new_game(options)
+        acted, seen = 0, set()
+        for _ in range(600):
+            request = BACKGAMMON.chance_needed(state)
+            if request is not None:
+                state = BACKGAMMON.apply_chance(state, request, (rng.randint(1, 6), rng.randint(1, 6)))
+                continue
+            seat = BACKGAMMON.to_move(state)
+            if seat is None:
+                break
+            if acted % 9 == 0 or state.phase.value not in seen:
+                seen.add(state.phase.value)
+                states[f"{name}-{acted}-{state.phase.value}"] = state
+            state = BACKGAMMON.apply(state, seat, rng.choice(BACKGAMMON.legal_actions(state, seat)), CONTEXT)
+            acted += 1
+        states[f"{name}-end-{state.phase.value}"] = state
+    return states
+
+
+BACKGAMMON_STATES = _backgammon_states()
+
+
+@pytest.mark.parametrize("name", sorted(BACKGAMMON_STATES))
+@fuzz(40)
+@given(data=st.data())
+def test_backgammon_actions_are_applied_or_refused(name: str, data: st.DataObject) -> None:
+    from libs.engines.backgammon import BACKGAMMON
+
+    state = BACKGAMMON_STATES[name]
+    seat = data.draw(st.sampled_from((0, 1)), label="seat")
+    legal = [*BACKGAMMON.legal_actions(state, 0), *BACKGAMMON.legal_actions(state, 1)]
+    shaped = st.one_of(
+        st.from_regex(PLAY_LIKE),
+        st.sampled_from(BACKGAMMON_WORDS),
+        *([st.sampled_from(legal)] if legal else []),
+    )
+    text = data.draw(st.one_of(texts(), shaped, shaped), label="action")
+    before = copy.deepcopy(state)
+    try:
+        after = BACKGAMMON.apply(state, seat, text, CONTEXT)
+    except REFUSALS:
+        assert state == before, "a refused action changed the state"
+        return
+    assert state == before, "applying an action changed its state"
+    assert after != state
+    offered = BACKGAMMON.legal_actions(state, seat)
+    assert offered, (text, "accepted from a seat with nothing to do")
+
+
+@given(text=st.one_of(texts(), st.from_regex(PLAY_LIKE), st.sampled_from(BACKGAMMON_WORDS)))
+@fuzz(200)
+def test_backgammon_parser_reads_or_says_malformed(text: str) -> None:
+    from libs.engines.backgammon import parse_action
+
+    try:
+        action = parse_action(text)
+    except MalformedActionError:
+        return
+    assert parse_action(str(action)) == action  # what it read, it reads back

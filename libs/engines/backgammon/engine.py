@@ -295,6 +295,9 @@ class BackgammonState:
     last: Event | None
     """The last play, auto play or forfeit of this game."""
     result: Outcome | None
+    stood_in: tuple[bool, bool] = (False, False)
+    """Per seat: a stand-in played for it in this game (002: in a match, points its stand-in won do not
+    count)."""
 
 
 class BackgammonEngine:
@@ -430,6 +433,10 @@ class BackgammonEngine:
             action = parse_action(action)
         if not isinstance(action, Simple | Resign | PlayText):
             raise MalformedActionError(f"not a backgammon action: {action!r}")
+        if context.stand_in and not state.stood_in[seat]:
+            state = replace(
+                state, stood_in=(True, state.stood_in[1]) if seat == 0 else (state.stood_in[0], True)
+            )
         if state.result is not None:
             raise GameOverError(f"the match is over ({state.result.detail})")
         phase = state.phase
@@ -741,8 +748,12 @@ def _end_game(
 ) -> BackgammonState:
     points = level * cube
     before = state.match
-    match = before.add(winner, points)
     detail = f"{how} ({points} point{'s' if points != 1 else ''})"
+    if state.stood_in[winner] and not before.is_money:
+        # 002: a game a stand-in won (or finished winning) counts no points in a match.
+        points = 0
+        detail += "; won with a stand-in playing: no points counted"
+    match = before.add(winner, points)
     game = GameResult(
         number=state.game_number,
         winner=winner,
@@ -804,6 +815,7 @@ def _continue(state: BackgammonState, seat: int) -> BackgammonState:
         confirmed=(False, False),
         events=(),
         last=None,
+        stood_in=(False, False),
     )
 
 

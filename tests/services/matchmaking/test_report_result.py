@@ -194,6 +194,22 @@ async def test_an_identical_retry_is_answered_and_counted_once(platform: Platfor
     lobby.cancel()
 
 
+async def test_a_result_with_its_stakes_refunded_closes_the_match_and_changes_no_rating(
+    platform: Platform,
+) -> None:
+    match_id = await live_match(platform, "ada", "bea")
+    before = await ratings(platform, "ada", "bea")
+    result = won(1)  # Bea's stand-in won while she was away (docs/match-runtime.md, "Stand-ins")
+    result.stood_in.append(1)
+    result.settlement = rules_pb2.SETTLEMENT_REFUNDED
+    assert (await platform.owner.ReportResult(report(match_id, result))).recorded
+    assert await ratings(platform, "ada", "bea") == before
+    played = await recorded(platform, "bea", match_id)
+    assert played.result.settlement == rules_pb2.SETTLEMENT_REFUNDED
+    assert list(played.result.stood_in) == [1]
+    await platform.mm.CreateTable(table_request("ada"))  # free again
+
+
 async def test_concurrent_different_reports_record_exactly_one(platform: Platform) -> None:
     match_id = await live_match(platform, "ann", "ben")
     results = [won(0), won(1)] * 4

@@ -245,6 +245,12 @@ async def test_bad_matches_are_refused(stub: Stub) -> None:
     one_seat.CopyFrom(base)
     del one_seat.seats[1]
     await refused(stub.CreateMatch(one_seat), invalid, "seats 0 and 1")
+    ghosted = pb.CreateMatchRequest()
+    ghosted.CopyFrom(base)
+    ghosted.stand_in_after_ms = 120_000  # chess has no stand-in (docs/match-runtime.md, "Stand-ins")
+    await refused(
+        stub.CreateMatch(ghosted), invalid, "no stand-in", why="INVALID_FIELDS", fields=("stand_in_after_ms",)
+    )
     await stub.CreateMatch(base)
     assert (await stub.CreateMatch(base)).update.sequence == 1  # the same key: the original answer
     again = pb.CreateMatchRequest()

@@ -171,6 +171,34 @@ TERMINATION_CONTINUE_TIMEOUT: Termination.ValueType  # 21
 """
 Global___Termination: _TypeAlias = Termination  # noqa: Y015
 
+class _Settlement:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _SettlementEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Settlement.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    SETTLEMENT_UNSPECIFIED: _Settlement.ValueType  # 0
+    """Not said (a result from before settlement was reported): the stakes are paid as the result says."""
+    SETTLEMENT_STAKES_PAID: _Settlement.ValueType  # 1
+    """The stakes go as the result says: the winner is paid; an abort is refunded, as always."""
+    SETTLEMENT_REFUNDED: _Settlement.ValueType  # 2
+    """Both stakes are refunded whatever the result says (seed 002: a stand-in, or a player who came back
+    after it took over, won; or both seats were played by stand-ins). Ratings do not change.
+    """
+
+class Settlement(_Settlement, metaclass=_SettlementEnumTypeWrapper):
+    """Settlement is what happens to the entry fees of a finished match."""
+
+SETTLEMENT_UNSPECIFIED: Settlement.ValueType  # 0
+"""Not said (a result from before settlement was reported): the stakes are paid as the result says."""
+SETTLEMENT_STAKES_PAID: Settlement.ValueType  # 1
+"""The stakes go as the result says: the winner is paid; an abort is refunded, as always."""
+SETTLEMENT_REFUNDED: Settlement.ValueType  # 2
+"""Both stakes are refunded whatever the result says (seed 002: a stand-in, or a player who came back
+after it took over, won; or both seats were played by stand-ins). Ratings do not change.
+"""
+Global___Settlement: _TypeAlias = Settlement  # noqa: Y015
+
 @_typing.final
 class SeatAssignment(_message.Message):
     """SeatAssignment is who sits in a seat."""
@@ -428,6 +456,8 @@ class Result(_message.Message):
     DETAIL_FIELD_NUMBER: _builtins.int
     SCORE_FIELD_NUMBER: _builtins.int
     ENDED_AT_MS_FIELD_NUMBER: _builtins.int
+    STOOD_IN_FIELD_NUMBER: _builtins.int
+    SETTLEMENT_FIELD_NUMBER: _builtins.int
     termination: Global___Termination.ValueType
     """Why the match ended (never TERMINATION_UNSPECIFIED on a recorded result).
     Rules: not TERMINATION_UNSPECIFIED.
@@ -442,9 +472,17 @@ class Result(_message.Message):
     """A sentence for people."""
     ended_at_ms: _builtins.int
     """When the match ended, Unix milliseconds."""
+    settlement: Global___Settlement.ValueType
+    """What settlement does with the stakes. SETTLEMENT_UNSPECIFIED on results from before this field:
+    treat as SETTLEMENT_STAKES_PAID.
+    """
     @_builtins.property
     def score(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
         """Points per seat."""
+
+    @_builtins.property
+    def stood_in(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """Seats a stand-in played for during the match (matches with a stand-in policy only)."""
 
     def __init__(
         self,
@@ -456,10 +494,12 @@ class Result(_message.Message):
         detail: _builtins.str = ...,
         score: _abc.Iterable[_builtins.float] | None = ...,
         ended_at_ms: _builtins.int = ...,
+        stood_in: _abc.Iterable[_builtins.int] | None = ...,
+        settlement: Global___Settlement.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_winner", b"_winner", "winner", b"winner"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_winner", b"_winner", "cause", b"cause", "detail", b"detail", "ended_at_ms", b"ended_at_ms", "score", b"score", "termination", b"termination", "tiebreak_step", b"tiebreak_step", "winner", b"winner"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_winner", b"_winner", "cause", b"cause", "detail", b"detail", "ended_at_ms", b"ended_at_ms", "score", b"score", "settlement", b"settlement", "stood_in", b"stood_in", "termination", b"termination", "tiebreak_step", b"tiebreak_step", "winner", b"winner"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__winner: _TypeAlias = _typing.Literal["winner"]  # noqa: Y015
     _WhichOneofArgType__winner: _TypeAlias = _typing.Literal["_winner", b"_winner"]  # noqa: Y015
@@ -671,6 +711,7 @@ class CreateMatchRequest(_message.Message):
     DISCONNECT_FORFEIT_MS_FIELD_NUMBER: _builtins.int
     CLIENT_SEED_WINDOW_MS_FIELD_NUMBER: _builtins.int
     FAIRNESS_VERSION_FIELD_NUMBER: _builtins.int
+    STAND_IN_AFTER_MS_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
     """Required: the match id, "<family>.<shard>.<unique>" (INVALID_ARGUMENT when malformed or of another
     family, FAILED_PRECONDITION when of another shard, ALREADY_EXISTS when it exists and the idempotency key
@@ -703,6 +744,14 @@ class CreateMatchRequest(_message.Message):
     1). The match announces it to players with the commitment; a version the service does not draw
     with is INVALID_ARGUMENT. Unused (0) without a commitment.
     """
+    stand_in_after_ms: _builtins.int
+    """The disconnect policy (docs/match-runtime.md, "Stand-ins"). 0: the platform's rule, a seat
+    disconnected for disconnect_forfeit_ms after play began forfeits. Otherwise a seat disconnected this
+    long is played by the family's stand-in whenever it is its turn, until its player is back, and
+    nobody forfeits for a disconnection (seed 002's ghost player); the result's settlement says whether
+    the stakes are paid or refunded. INVALID_ARGUMENT for a family without a stand-in.
+    Rules: from 0 to 3600000.
+    """
     @_builtins.property
     def seats(self) -> _containers.RepeatedCompositeFieldContainer[Global___SeatAssignment]:
         """Required: exactly seats 0 and 1, each with a different player_id.
@@ -730,10 +779,11 @@ class CreateMatchRequest(_message.Message):
         disconnect_forfeit_ms: _builtins.int = ...,
         client_seed_window_ms: _builtins.int = ...,
         fairness_version: _builtins.int = ...,
+        stand_in_after_ms: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options", "time_control", b"time_control"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["client_seed_window_ms", b"client_seed_window_ms", "disconnect_forfeit_ms", b"disconnect_forfeit_ms", "fairness_commitment", b"fairness_commitment", "fairness_version", b"fairness_version", "first_move_timeout_ms", b"first_move_timeout_ms", "idempotency_key", b"idempotency_key", "match_id", b"match_id", "options", b"options", "seats", b"seats", "time_control", b"time_control"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["client_seed_window_ms", b"client_seed_window_ms", "disconnect_forfeit_ms", b"disconnect_forfeit_ms", "fairness_commitment", b"fairness_commitment", "fairness_version", b"fairness_version", "first_move_timeout_ms", b"first_move_timeout_ms", "idempotency_key", b"idempotency_key", "match_id", b"match_id", "options", b"options", "seats", b"seats", "stand_in_after_ms", b"stand_in_after_ms", "time_control", b"time_control"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
