@@ -12,20 +12,18 @@ import asyncio
 import random
 import time
 import uuid
+from functools import partial
 from typing import Any
 
 from skillclassics.backgammon.v1 import backgammon_pb2 as bg_pb2
-from skillclassics.fairness.v1 import fairness_pb2, fairness_pb2_grpc
+from skillclassics.fairness.v1 import fairness_pb2
 from skillclassics.rules.v1 import rules_pb2 as rules_pb
-from skillclassics.rules.v1 import rules_pb2_grpc
 
-from benchmarks.support import bench_service, percentile, rss_mib
+from benchmarks.support import chance_rules, concurrent_games, percentile, rss_mib
 from libs.engines.backgammon import BLACK, Position, Variant, legal_plays
 from libs.engines.backgammon.moves import _cached, _generate
 from libs.engines.backgammon.notation import _canonical
-from tests.callers import RULES_CALLERS, Callers
 from tests.libs.engines.backgammon.reference import random_game_positions
-from tests.support import backend_channel
 
 POSITIONS = 20_000
 """Positions from random games for the plays-per-second figures."""
@@ -236,24 +234,12 @@ async def _new_match(stub: Any, commit: Any, label: str) -> str:
 async def through_service() -> list[tuple[str, str]]:
     """Whole lobby games (standard, no cube) through rules-backgammon, ``SERVICE_MATCHES`` at once, every
     roll drawn from fairness; then the memory of ``MEMORY_MATCHES`` live games at a typical length."""
-    async with (
-        bench_service("services.fairness") as (fairness, backend),
-        bench_service("services.rules_backgammon", {"FAIRNESS_ADDRESS": fairness.address}) as (rules, _),
-        backend_channel(fairness.address, "matchmaking") as fairness_channel,
-        Callers(rules.address) as rules_callers,
-    ):
-        # Matchmaking commits and creates the matches, the gateway plays them: over mutual TLS as each.
-        commit = fairness_pb2_grpc.FairnessServiceStub(fairness_channel).Commit
-        stub = rules_callers.stub(rules_pb2_grpc.RulesServiceStub, RULES_CALLERS)
+    async with chance_rules("services.rules_backgammon") as service:
+        stub, commit, rules, backend = service.stub, service.commit, service.rules, service.backend
         matches = [await _new_match(stub, commit, f"bench{n}") for n in range(SERVICE_MATCHES)]
-        latencies: list[float] = []
-        started = time.perf_counter()
-        counts = await asyncio.gather(
-            *(_play_through(stub, m, random.Random(n), latencies) for n, m in enumerate(matches))
+        counts, elapsed, p50, p99 = await concurrent_games(
+            [partial(_play_through, stub, m, random.Random(n)) for n, m in enumerate(matches)]
         )
-        elapsed = time.perf_counter() - started
-        latencies.sort()
-        p50, p99 = (percentile(latencies, q) * 1000 for q in (0.5, 0.99))
         typical = round(sum(counts) / len(counts))
         what = (
             f"through rules-backgammon ({backend}, {SERVICE_MATCHES} whole games at once, dice from fairness)"

@@ -12,21 +12,19 @@ import random
 import time
 import uuid
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
-from skillclassics.fairness.v1 import fairness_pb2, fairness_pb2_grpc
+from skillclassics.fairness.v1 import fairness_pb2
 from skillclassics.gin.v1 import gin_pb2
 from skillclassics.rules.v1 import rules_pb2 as pb
-from skillclassics.rules.v1 import rules_pb2_grpc
 
-from benchmarks.support import bench_service, percentile, rss_mib
+from benchmarks.support import chance_rules, concurrent_games, rss_mib
 from clients.families.gin import greedy_action
 from libs.engines.base import ActionContext
 from libs.engines.gin import CARD_TEXT, GIN, GinOptions, GinState, best_arrangement, discard_deadwood, mask_of
 from libs.engines.gin.engine import _knock_reveals
 from libs.engines.gin.melds import arrange_mask, deadwood_mask, discard_deadwood_mask
-from tests.callers import RULES_CALLERS, Callers
-from tests.support import backend_channel
 
 HANDS = 5_000
 KNOCKS = 500
@@ -231,24 +229,12 @@ MEMORY_MATCHES = 1_000
 
 async def through_service() -> list[tuple[str, str]]:
     """Whole best-of-five matches through rules-gin (and fairness for every deal), each its own process."""
-    async with (
-        bench_service("services.fairness") as (fairness, backend),
-        bench_service("services.rules_gin", {"FAIRNESS_ADDRESS": fairness.address}) as (rules, _),
-        backend_channel(fairness.address, "matchmaking") as fairness_channel,
-        Callers(rules.address) as rules_callers,
-    ):
-        # Matchmaking commits and creates the matches, the gateway plays them: over mutual TLS as each.
-        commit = fairness_pb2_grpc.FairnessServiceStub(fairness_channel).Commit
-        stub = rules_callers.stub(rules_pb2_grpc.RulesServiceStub, RULES_CALLERS)
+    async with chance_rules("services.rules_gin") as service:
+        stub, commit, rules, backend = service.stub, service.commit, service.rules, service.backend
         matches = [await _new_match(stub, commit, f"bench{n}") for n in range(SERVICE_MATCHES)]
-        latencies: list[float] = []
-        started = time.perf_counter()
-        counts = await asyncio.gather(
-            *(_play_through(stub, m, random.Random(n), latencies) for n, m in enumerate(matches))
+        counts, elapsed, p50, p99 = await concurrent_games(
+            [partial(_play_through, stub, m, random.Random(n)) for n, m in enumerate(matches)]
         )
-        elapsed = time.perf_counter() - started
-        latencies.sort()
-        p50, p99 = (percentile(latencies, q) * 1000 for q in (0.5, 0.99))
         what = f"through rules-gin ({backend}, {SERVICE_MATCHES} whole matches at once, deals from fairness)"
         value = (
             f"{sum(counts) / elapsed:,.0f} actions/s (plus a GetMatch per action); "

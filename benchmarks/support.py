@@ -7,16 +7,23 @@ PKI (:func:`bench_pki`), and a benchmark calls them as a given identity with
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import contextlib
 import os
 import shutil
 import tempfile
-from collections.abc import AsyncIterator, Mapping, Sequence
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from clients.load.procstat import read_sample
 from tests.support import ServiceProcess, tls_dir, use_session_pki
+
+Commit = Any
+"""fairness ``Commit`` as matchmaking calls it (a grpc unary callable)."""
 
 
 def percentile(sorted_values: Sequence[float], fraction: float) -> float:
@@ -90,3 +97,54 @@ def machine_cpu() -> tuple[float, float]:
     user, nice, system, _idle, _iowait, irq, softirq, steal = fields
     ticks = os.sysconf("SC_CLK_TCK")
     return (user + nice + system + irq + softirq) / ticks, steal / ticks
+
+
+@dataclass(frozen=True, slots=True)
+class ChanceRules:
+    """A chance family's rules service and the fairness service it draws from, each its own process (see
+    :func:`chance_rules`)."""
+
+    rules: ServiceProcess
+    stub: Any
+    """``RulesService`` as the gateway calls it (mutual TLS, the gateway's identity)."""
+    commit: Commit
+    """fairness ``Commit`` as matchmaking calls it."""
+    backend: str
+
+
+@contextlib.asynccontextmanager
+async def chance_rules(module: str) -> AsyncIterator[ChanceRules]:
+    """Run fairness and the rules service ``module`` (gin, backgammon: families whose matches draw from
+    fairness) as benchmarks drive them: matchmaking commits and creates the matches, the gateway plays
+    them, over mutual TLS as each."""
+    from skillclassics.fairness.v1 import fairness_pb2_grpc
+    from skillclassics.rules.v1 import rules_pb2_grpc
+
+    from tests.callers import RULES_CALLERS, Callers
+    from tests.support import backend_channel
+
+    async with (
+        bench_service("services.fairness") as (fairness, backend),
+        bench_service(module, {"FAIRNESS_ADDRESS": fairness.address}) as (rules, _),
+        backend_channel(fairness.address, "matchmaking") as fairness_channel,
+        Callers(rules.address) as rules_callers,
+    ):
+        yield ChanceRules(
+            rules=rules,
+            stub=rules_callers.stub(rules_pb2_grpc.RulesServiceStub, RULES_CALLERS),
+            commit=fairness_pb2_grpc.FairnessServiceStub(fairness_channel).Commit,
+            backend=backend,
+        )
+
+
+async def concurrent_games(
+    games: Sequence[Callable[[list[float]], Awaitable[int]]],
+) -> tuple[list[int], float, float, float]:
+    """Play ``games`` at once (each records its actions' latencies in the list it is given and returns
+    how many actions it made): each game's actions, the seconds it took, p50 and p99 latency in ms."""
+    latencies: list[float] = []
+    started = time.perf_counter()
+    counts = list(await asyncio.gather(*(game(latencies) for game in games)))
+    elapsed = time.perf_counter() - started
+    latencies.sort()
+    return counts, elapsed, percentile(latencies, 0.5) * 1000, percentile(latencies, 0.99) * 1000

@@ -270,3 +270,73 @@ async def test_the_actor_plays_an_absent_seat_until_its_player_is_back(migrated_
     assert [d.kind for d in actor.record.due(FAMILY)] == ["flag"]
     stored = await store.load_log("backgammon.0.actor")
     assert rebuild(FAMILY, stored) == actor.record
+
+
+class Deals:
+    """A fairness stand-in for gin rummy: seat 0 deals first, every shuffle is the deck in order."""
+
+    async def draw(self, match_id: str, request: ChanceRequest) -> tuple[int, ...]:
+        return tuple(range(request.bound)) if request.kind == "shuffle" else (0,)
+
+    async def seeds(self, match_id: str) -> int:
+        return 2
+
+    async def close(self) -> None:
+        return None
+
+
+async def test_the_same_mechanism_plays_gin_rummy_for_an_absent_seat(migrated_url: str) -> None:
+    gin = GinFamily()
+    time = SteppedTime(T0)
+    store = MatchStore(Database(migrated_url), "gin", "0")
+    gin_setup = MatchSetup(
+        match_id="gin.0.ghost",
+        family="gin",
+        players=("alice", "bob"),
+        options=dict(gin.options_to_json(GinOptions())),
+        time_control=TimeControl.sudden_death(10 * 60_000),
+        fairness_commitment="c" * 64,
+        first_move_timeout_ms=600_000,
+        disconnect_forfeit_ms=60_000,
+        created_at_ms=T0,
+        stand_in_after_ms=AWAY_MS,
+    )
+    event = MatchEvent(1, EventKind.CREATED, T0, gin_setup.to_json(), None, "create")
+    await store.create(event)
+    actor = MatchActor(gin, [event], store, NoWakeUps(), time, chance=Deals())  # type: ignore[arg-type]
+    await actor.start()
+    for seat in (0, 1):
+        await actor.set_presence(seat, True)
+    first = gin.engine.to_move(actor.record.game)
+    assert first is not None
+    time.at_ms = T0 + 1_000
+    await actor.set_presence(first, False)  # the seat to act first is away from the start of play...
+    time.at_ms = T0 + 1_000 + AWAY_MS
+    await actor.wake()
+    assert not actor.record.stood_in[first]  # ...but play has not begun: the no-show rule applies first
+    assert [d.kind for d in actor.record.due(gin)] == ["first_move"]
+    await actor.set_presence(first, True)
+    answer = gin.engine.legal_actions(actor.record.game, first)[0]
+    await actor.submit(first, "a1", EventKind.ACTION, {"action": {"notation": answer}})
+    other = 1 - first
+    if gin.engine.to_move(actor.record.game) != other:  # (the upcard offer passed back, say)
+        nxt = gin.engine.to_move(actor.record.game)
+        assert nxt is not None
+        await actor.submit(
+            nxt,
+            "a2",
+            EventKind.ACTION,
+            {"action": {"notation": gin.engine.legal_actions(actor.record.game, nxt)[0]}},
+        )
+    away_at = time.at_ms = time.at_ms + 1_000
+    mover = gin.engine.to_move(actor.record.game)
+    assert mover is not None
+    await actor.set_presence(mover, False)
+    time.at_ms = away_at + AWAY_MS
+    for _ in range(3):
+        await actor.wake()
+    ghost = [e for e in actor.events if e.payload.get("stand_in")]
+    assert ghost
+    assert all(e.seat == mover for e in ghost)
+    assert actor.record.stood_in[mover]
+    assert rebuild(gin, await store.load_log("gin.0.ghost")) == actor.record
