@@ -354,13 +354,9 @@ class Problem:
         cls, code: grpc.StatusCode, message: str, metadata: Iterable[tuple[str, str | bytes]] | None
     ) -> Problem:
         """The problem a call's code, message and trailing metadata describe."""
-        found: dict[str, Any] = {}
-        for key, value in metadata or ():
-            if key == STATUS_DETAILS_METADATA and isinstance(value, bytes):
-                found = _parse_details(value)
-                break
-        wait = retry_after_ms(metadata)
-        return cls(code=code, message=message, retry_after_ms=wait, **found)
+        header, found = _read_trailers(metadata)
+        wait = found.pop("retry_after_ms", None)
+        return cls(code=code, message=message, retry_after_ms=header if header is not None else wait, **found)
 
     @classmethod
     def from_rpc_error(cls, error: grpc.RpcError) -> Problem:
@@ -385,6 +381,22 @@ class Problem:
         )
 
 
+def _read_trailers(metadata: Iterable[tuple[str, str | bytes]] | None) -> tuple[int | None, dict[str, Any]]:
+    """A call's trailing metadata read once: the ``retry-after-ms`` wait (``None``: none, or malformed)
+    and what its status details say, as :class:`Problem` fields (``retry_after_ms`` from a
+    ``RetryInfo``)."""
+    header: int | None = None
+    found: dict[str, Any] = {}
+    for key, value in metadata or ():
+        if key == RETRY_AFTER_METADATA and header is None:
+            text = value.decode("ascii", "replace") if isinstance(value, bytes) else value
+            if text.isdigit():
+                header = min(int(text), MAX_RETRY_AFTER_MS)
+        elif key == STATUS_DETAILS_METADATA and isinstance(value, bytes) and not found:
+            found = _parse_details(value)
+    return header, found
+
+
 def _parse_details(serialized: bytes) -> dict[str, Any]:
     status = status_pb2.Status()
     try:
@@ -395,12 +407,17 @@ def _parse_details(serialized: bytes) -> dict[str, Any]:
     for detail in status.details:
         info = error_details_pb2.ErrorInfo()
         bad = error_details_pb2.BadRequest()
+        retry = error_details_pb2.RetryInfo()
         if detail.Unpack(info):
             found.update(
                 reason=info.reason or "UNSPECIFIED", domain=info.domain, metadata=dict(info.metadata)
             )
         elif detail.Unpack(bad):
             found["violations"] = tuple(Violation(v.field, v.description) for v in bad.field_violations)
+        elif detail.Unpack(retry):
+            delay = retry.retry_delay
+            total = int(delay.seconds) * 1000 + int(delay.nanos) // 1_000_000
+            found["retry_after_ms"] = min(max(total, 0), MAX_RETRY_AFTER_MS)
     return found
 
 
@@ -412,30 +429,8 @@ def retry_after_ms(metadata: Iterable[tuple[str, str | bytes]] | None) -> int | 
     """The retry guidance in a call's trailing ``metadata`` (``retry-after-ms``, else a ``RetryInfo``
     detail of its status); ``None`` when there is none or it is malformed. A gateway relaying a backend's
     refusal passes this on."""
-    info: int | None = None
-    for key, value in metadata or ():
-        if key == RETRY_AFTER_METADATA:
-            text = value.decode("ascii", "replace") if isinstance(value, bytes) else value
-            if text.isdigit():
-                return min(int(text), MAX_RETRY_AFTER_MS)
-        elif key == STATUS_DETAILS_METADATA and isinstance(value, bytes) and info is None:
-            info = _retry_info_ms(value)
-    return info
-
-
-def _retry_info_ms(serialized: bytes) -> int | None:
-    status = status_pb2.Status()
-    try:
-        status.ParseFromString(serialized)
-    except Exception:  # a malformed status from a peer: no guidance
-        return None
-    for detail in status.details:
-        retry = error_details_pb2.RetryInfo()
-        if detail.Unpack(retry):
-            delay = retry.retry_delay
-            total = int(delay.seconds) * 1000 + int(delay.nanos) // 1_000_000
-            return min(max(total, 0), MAX_RETRY_AFTER_MS)
-    return None
+    header, found = _read_trailers(metadata)
+    return header if header is not None else found.get("retry_after_ms")
 
 
 # -- translators: exceptions of other layers that mean a refusal -----------------------------------------
