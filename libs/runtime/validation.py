@@ -172,21 +172,7 @@ def _member_check(field: FieldDescriptor) -> _Check | None:
         return check_message
     if rules is None:
         return None
-    _value_check(field, rules)  # the same mistakes refused
-    item = _item_problem(field, rules, False)
-    empty_problem = _empty_problem(field, rules)
-
-    def check_value(message: Any, prefix: str, found: list[Violation]) -> None:
-        value = getattr(message, name)
-        if empty_problem is not None and not value:
-            found.append(Violation(prefix + name, empty_problem))
-            return
-        if item is not None:
-            problem = item(value)
-            if problem is not None:
-                found.append(Violation(prefix + name, problem))
-
-    return check_value
+    return _value_check(field, rules)  # a member is checked as a field (it is set when this runs)
 
 
 def _message_type(field: FieldDescriptor) -> Descriptor:
