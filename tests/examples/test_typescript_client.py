@@ -15,6 +15,7 @@ import asyncio
 import json
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -37,10 +38,25 @@ COMMITTED_SITE_PACKAGES = "../../../.venv/lib/python3.11/site-packages"
 """Where ``typescript/buf.gen.yaml`` reads the google.rpc protos from (the repository's ``.venv``)."""
 
 MISSING = [tool for tool in ("node", "npm") if shutil.which(tool) is None]
-pytestmark = pytest.mark.skipif(
-    bool(MISSING),
-    reason=f"{' and '.join(MISSING)} not on PATH: the TypeScript client example needs Node.js and npm",
-)
+NODE_MAJOR = 20
+"""The oldest Node.js its packages support (``engines`` in package.json)."""
+
+
+def _node_major() -> int:
+    node = shutil.which("node")
+    if node is None:
+        return 0
+    version = subprocess.run([node, "--version"], capture_output=True, text=True, check=False).stdout
+    return int(version.strip().lstrip("v").split(".")[0] or 0) if version.strip() else 0
+
+
+if MISSING:
+    _SKIP = f"{' and '.join(MISSING)} not on PATH: the TypeScript client example needs Node.js and npm"
+elif _node_major() < NODE_MAJOR:
+    _SKIP = f"Node.js {_node_major()} is too old: the TypeScript client example needs {NODE_MAJOR} or newer"
+else:
+    _SKIP = ""
+pytestmark = pytest.mark.skipif(bool(_SKIP), reason=_SKIP)
 
 
 async def _run(*command: str, limit_s: float, env: dict[str, str] | None = None) -> str:
