@@ -23,7 +23,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
-from typing import Any
+from functools import cache
+from typing import Any, cast
 
 from libs.clocks import Clock, TimeControl
 from libs.engines.base import ActionContext, ChanceRequest, Outcome, PhaseDeadline, Termination, TimesPhases
@@ -409,7 +410,16 @@ def phase_deadline(family: Family, game: Any) -> PhaseDeadline | None:
     """The deadline of the timed phase ``game`` is in (``None``: the clocks time it, or the engine has no
     such phases)."""
     engine = family.engine
-    return engine.phase_deadline(game) if isinstance(engine, TimesPhases) else None
+    if not _times_phases(type(engine)):
+        return None
+    return cast(TimesPhases, engine).phase_deadline(game)
+
+
+@cache
+def _times_phases(engine_type: type) -> bool:
+    """Whether engines of this type have timed phases: asked on every step and every look at what is
+    due, and a protocol check costs microseconds, so it is answered once per type."""
+    return issubclass(engine_type, TimesPhases)
 
 
 def _in_phase(family: Family, record: MatchRecord, at_ms: int) -> MatchRecord:
