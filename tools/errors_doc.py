@@ -14,7 +14,7 @@ import sys
 
 from skillclassics.errors.v1 import errors_pb2
 
-from tools.proto_rules import PROTO_ROOT, ROOT, _descriptor_set
+from tools.proto_rules import PROTO_ROOT, ROOT, descriptor_set
 
 PAGE = ROOT / "docs" / "errors.md"
 ERRORS_PROTO = "skillclassics/errors/v1/errors.proto"
@@ -72,7 +72,7 @@ their own. Every game family that lands adds its reasons here, in the proto.
 
 def render() -> str:
     """The page, from the proto's enum values, comments and options."""
-    found = _descriptor_set(PROTO_ROOT)
+    found = descriptor_set(PROTO_ROOT)
     (file_proto,) = [f for f in found.file if f.name == ERRORS_PROTO]
     comments = {tuple(loc.path): loc.leading_comments for loc in file_proto.source_code_info.location}
     (index,) = [i for i, e in enumerate(file_proto.enum_type) if e.name == "ErrorReason"]

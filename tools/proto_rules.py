@@ -51,7 +51,8 @@ class Element:
     """The Rules line's text without the prefix (``None``: it has no rules, so no Rules line)."""
 
 
-def _descriptor_set(proto_root: Path) -> descriptor_pb2.FileDescriptorSet:
+def descriptor_set(proto_root: Path) -> descriptor_pb2.FileDescriptorSet:
+    """Every proto under ``proto_root`` compiled with its comments (source info) and imports."""
     protos = sorted(proto_root.rglob("*.proto"))
     well_known = Path(protoc.__file__).parent / "_proto"
     with tempfile.TemporaryDirectory() as scratch:
@@ -72,7 +73,7 @@ def _descriptor_set(proto_root: Path) -> descriptor_pb2.FileDescriptorSet:
 
 def elements(proto_root: Path = PROTO_ROOT) -> list[Element]:
     """Every field and oneof declared in ``proto_root``'s files, with its place and its Rules text."""
-    found_set = _descriptor_set(proto_root)
+    found_set = descriptor_set(proto_root)
     pool = descriptor_pool.DescriptorPool()
     for file_proto in found_set.file:
         pool.Add(file_proto)
