@@ -280,8 +280,6 @@ class BackgammonState:
     turn: int | None
     """The seat whose turn it is (``None`` before the opening roll of a game)."""
     dice: tuple[int, int] | None
-    plays: tuple[Play, ...]
-    """The legal plays of the pending turn (phase ``MOVE``), sorted by notation."""
     rolls: int
     """Dice draws so far in the match (the next draw's index)."""
     resign_offer: ResignOffer | None
@@ -298,6 +296,17 @@ class BackgammonState:
     stood_in: tuple[bool, bool] = (False, False)
     """Per seat: a stand-in played for it in this game (002: in a match, points its stand-in won do not
     count)."""
+
+    @property
+    def plays(self) -> tuple[Play, ...]:
+        """The legal plays of the pending turn (phase ``MOVE``), sorted by notation; ``()`` otherwise.
+
+        Not stored: they follow from the position, the mover and the dice, and :func:`legal_plays` keeps
+        the recent ones cached, so a live match does not hold its turn's plays (about a third of its
+        memory when they were stored; docs/backgammon.md, "Memory")."""
+        if self.phase is not Phase.MOVE or self.dice is None or self.turn is None:
+            return ()
+        return legal_plays(self.position, self.turn, self.dice)
 
 
 class BackgammonEngine:
@@ -323,7 +332,6 @@ class BackgammonEngine:
             match=MatchScore(match_to=options.match_to),
             turn=None,
             dice=None,
-            plays=(),
             rolls=0,
             resign_offer=None,
             resigned_this_turn=False,
@@ -574,7 +582,7 @@ def _rolled(state: BackgammonState, seat: int, dice: tuple[int, int]) -> Backgam
         event = Event(seat, EventKind.FORFEIT, dice=dice)
         after = replace(state, turn=seat, dice=dice, events=(*state.events, event), last=event)
         return _start_turn(after, 1 - seat)
-    state = replace(state, phase=Phase.MOVE, turn=seat, dice=dice, plays=plays)
+    state = replace(state, phase=Phase.MOVE, turn=seat, dice=dice)
     if state.options.auto_bearoff and not has_contact(state.position):
         play = best_bearoff(plays, seat)
         if play is not None:
@@ -592,7 +600,6 @@ def _start_turn(state: BackgammonState, seat: int) -> BackgammonState:
         phase=Phase.ROLL_OR_DOUBLE if decide else Phase.ROLLING,
         turn=seat,
         dice=None,
-        plays=(),
         resign_offer=None,
         resigned_this_turn=False,
     )
@@ -603,7 +610,7 @@ def _play(state: BackgammonState, seat: int, play: Play, kind: EventKind) -> Bac
     steps = tuple(f"{move.start}/{move.end}{'*' if move.hit else ''}" for move in play.moves)
     event = Event(seat, kind, dice=state.dice, play=play.notation, steps=steps)
     position = play.result
-    state = replace(state, position=position, events=(*state.events, event), last=event, plays=())
+    state = replace(state, position=position, events=(*state.events, event), last=event)
     if position.off[seat] >= position.checkers(seat):
         level = _scored_level(state, game_value(position, seat))
         names = {1: "a single game", 2: "a gammon", 3: "a backgammon"}
@@ -773,7 +780,6 @@ def _end_game(
         games=(*state.games, game),
         phase=Phase.BETWEEN_GAMES,
         dice=None,
-        plays=(),
         resign_offer=None,
         resigned_this_turn=False,
         confirmed=(False, False),
@@ -809,7 +815,6 @@ def _continue(state: BackgammonState, seat: int) -> BackgammonState:
         cube=Cube(),
         turn=None,
         dice=None,
-        plays=(),
         resign_offer=None,
         resigned_this_turn=False,
         confirmed=(False, False),
