@@ -13,8 +13,8 @@ Chess games between these bots can run to hundreds of moves, so a game is capped
 race in backgammon; then its opponent resigns a move later); the output says when that happened.
 
 Settings (flags, or the environment): ``--gateway`` / ``GATEWAY_ADDRESS`` (``127.0.0.1:50050``),
-``--families`` / ``DEMO_FAMILIES`` (``backgammon,chess,gin``), ``--max-plies`` / ``DEMO_MAX_PLIES`` (300),
-``--minutes`` / ``DEMO_MINUTES`` (each family's shortest lobby clock: backgammon 5, chess 3, gin 5). The
+``--families`` / ``DEMO_FAMILIES`` (every family the clients know), ``--max-plies`` /
+``DEMO_MAX_PLIES`` (300), ``--minutes`` / ``DEMO_MINUTES`` (each family's shortest lobby clock). The
 bots' tokens are development JWTs signed with the stack's development key
 (``DATA_DIR/gateway-token-signing.pem``, ``DATA_DIR`` defaulting to ``./data`` as for ``make run``).
 

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Final, TypeAlias
 
-from clients.families import InputError
+from clients.families import InputError, family, family_names
 from clients.load.harness import (
     TRANSPORTS,
     LoadConfig,
@@ -92,12 +92,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="chess=2,gin=2",
         metavar="NAME=N,...",
         help="matches at once per family, mixable (open loop: shares of the arrivals); "
-        "default chess=2,gin=2; families: backgammon, chess, gin",
+        f"default chess=2,gin=2; families: {', '.join(family_names())}",
     )
     what.add_argument(
         "--minutes",
         metavar="[FAMILY=]M,...",
-        help="main time per player (a lobby clock; default: backgammon 5, chess 3, gin 5)",
+        help="main time per player (a lobby clock; default: "
+        + ", ".join(f"{name} {family(name).quick_minutes:g}" for name in family_names())
+        + ")",
     )
     what.add_argument(
         "--increment", metavar="[FAMILY=]S,...", help="seconds added per move (gin: 0, 5 or 10; default 0)"
@@ -107,7 +109,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         metavar="FAMILY.NAME=VALUE",
         help="a family option (repeatable): gin.variant=standard|straight|oklahoma, chess.ruleset=fide, "
-        "backgammon.match_to=5, backgammon.cube=on",
+        "backgammon.match_to=5, backgammon.cube=on, go.size=9",
     )
     what.add_argument(
         "--strategy",

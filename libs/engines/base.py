@@ -85,9 +85,11 @@ class Termination(StrEnum):
     RESIGNATION_ACCEPTED = "resignation_accepted"
     """A backgammon game ended by a resign offer (single, gammon or backgammon) that was accepted."""
     MATCH_POINTS = "match_points"
+    """A backgammon match to N points won by reaching N (``Outcome.cause``: how its last game ended)."""
     CONTINUE_TIMEOUT = "continue_timeout"
     """A match of several games ended because a player did not confirm the next game in time."""
-    """A backgammon match to N points won by reaching N (``Outcome.cause``: how its last game ended)."""
+    SCORED = "scored"
+    """A game decided by counting the board (go)."""
 
 
 @dataclass(frozen=True, slots=True)

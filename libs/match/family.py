@@ -25,27 +25,41 @@ MINUTE_MS = 60_000
 @dataclass(frozen=True, slots=True)
 class LobbyClocks:
     """The clocks a family's lobby tables and quick-match queue offer: a main time from ``minutes`` plus
-    an increment from ``increment_seconds`` (each move in chess, each turn in gin), nothing else set.
-    The one declaration of them: matchmaking checks requests against it and the message lists it."""
+    an increment from ``increment_seconds`` (each move in chess, each turn in gin), or, where the family
+    offers it, byo-yomi from ``byo_yomi`` after the main time; nothing else set. The one declaration of
+    them: matchmaking checks requests against it and the message lists it."""
 
     family: str
     minutes: tuple[int, ...]
     increment_seconds: tuple[int, ...] = (0,)
     per: str = "per player"
     """What the main time is for, in the message ("per player", "per player for the match")."""
+    byo_yomi: tuple[tuple[int, int], ...] = ()
+    """Byo-yomi offered after any of the main times, as (periods, seconds per period); none by default."""
 
     def problem(self, control: rules_pb2.TimeControl) -> str | None:
         """Why ``control`` is not one of these clocks (``None``: it is)."""
-        plain = not (control.increment_within_ms or control.cap_ms or control.periods)
         main = control.base_ms in {m * MINUTE_MS for m in self.minutes}
-        increment = control.increment_ms in {s * 1000 for s in self.increment_seconds}
-        if plain and main and increment:
-            return None
+        if control.periods or control.period_ms:
+            byo_yomi = (control.periods, control.period_ms) in {
+                (periods, seconds * 1000) for periods, seconds in self.byo_yomi
+            }
+            plain = not (control.increment_ms or control.increment_within_ms or control.cap_ms)
+            if plain and main and byo_yomi:
+                return None
+        else:
+            plain = not (control.increment_within_ms or control.cap_ms)
+            increment = control.increment_ms in {s * 1000 for s in self.increment_seconds}
+            if plain and main and increment:
+                return None
         minutes = ", ".join(str(m) for m in self.minutes)
         if self.increment_seconds == (0,):
             extra = "with no increment"
         else:
             extra = "plus " + ", ".join(str(s) for s in self.increment_seconds) + " s per turn"
+        if self.byo_yomi:
+            periods = ", ".join(f"{count} x {seconds} s" for count, seconds in self.byo_yomi)
+            extra += f", or byo-yomi of {periods} after the main time"
         return f"{self.family} lobby clocks are {minutes} minutes {self.per} {extra}"
 
 

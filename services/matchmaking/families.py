@@ -20,6 +20,7 @@ from libs.runtime.errors import ErrorReason, InvalidArgument, Violation
 from services.rules_backgammon.family import BackgammonFamily
 from services.rules_chess.family import ChessFamily
 from services.rules_gin.family import GinFamily
+from services.rules_go.family import GoFamily
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +68,8 @@ class FamilyRules:
 
 
 FAMILIES: Mapping[str, FamilyRules] = {
-    family.name: FamilyRules(family) for family in (ChessFamily(), BackgammonFamily(), GinFamily())
+    family.name: FamilyRules(family)
+    for family in (ChessFamily(), BackgammonFamily(), GinFamily(), GoFamily())
 }
 
 

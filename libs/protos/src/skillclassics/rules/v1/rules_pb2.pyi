@@ -12,6 +12,7 @@ from skillclassics.backgammon.v1 import backgammon_pb2 as _backgammon_pb2
 from skillclassics.chess.v1 import chess_pb2 as _chess_pb2
 from skillclassics.errors.v1 import errors_pb2 as _errors_pb2
 from skillclassics.gin.v1 import gin_pb2 as _gin_pb2
+from skillclassics.go.v1 import go_pb2 as _go_pb2
 import builtins as _builtins
 import sys
 import typing as _typing
@@ -113,6 +114,10 @@ class _TerminationEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Terminati
     """A match of several games ended because a player did not confirm the next game within its deadline
     (backgammon's continue step); the other player wins.
     """
+    TERMINATION_SCORED: _Termination.ValueType  # 22
+    """Go: the game was decided by the count after two passes (both players accepted it, or its two-minute
+    deadline passed); Result.detail gives the score.
+    """
 
 class Termination(_Termination, metaclass=_TerminationEnumTypeWrapper):
     """Termination is why a match ended."""
@@ -168,6 +173,10 @@ TERMINATION_MATCH_POINTS: Termination.ValueType  # 20
 TERMINATION_CONTINUE_TIMEOUT: Termination.ValueType  # 21
 """A match of several games ended because a player did not confirm the next game within its deadline
 (backgammon's continue step); the other player wins.
+"""
+TERMINATION_SCORED: Termination.ValueType  # 22
+"""Go: the game was decided by the count after two passes (both players accepted it, or its two-minute
+deadline passed); Result.detail gives the score.
 """
 Global___Termination: _TypeAlias = Termination  # noqa: Y015
 
@@ -281,6 +290,7 @@ class MatchOptions(_message.Message):
     CHESS_FIELD_NUMBER: _builtins.int
     GIN_FIELD_NUMBER: _builtins.int
     BACKGAMMON_FIELD_NUMBER: _builtins.int
+    GO_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def chess(self) -> _chess_pb2.ChessOptions:
         """Chess options."""
@@ -293,18 +303,23 @@ class MatchOptions(_message.Message):
     def backgammon(self) -> _backgammon_pb2.BackgammonOptions:
         """Backgammon options."""
 
+    @_builtins.property
+    def go(self) -> _go_pb2.GoOptions:
+        """Go options."""
+
     def __init__(
         self,
         *,
         chess: _chess_pb2.ChessOptions | None = ...,
         gin: _gin_pb2.GinOptions | None = ...,
         backgammon: _backgammon_pb2.BackgammonOptions | None = ...,
+        go: _go_pb2.GoOptions | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["backgammon", b"backgammon", "chess", b"chess", "family", b"family", "gin", b"gin"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["backgammon", b"backgammon", "chess", b"chess", "family", b"family", "gin", b"gin", "go", b"go"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["backgammon", b"backgammon", "chess", b"chess", "family", b"family", "gin", b"gin"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["backgammon", b"backgammon", "chess", b"chess", "family", b"family", "gin", b"gin", "go", b"go"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_family: _TypeAlias = _typing.Literal["chess", "gin", "backgammon"]  # noqa: Y015
+    _WhichOneofReturnType_family: _TypeAlias = _typing.Literal["chess", "gin", "backgammon", "go"]  # noqa: Y015
     _WhichOneofArgType_family: _TypeAlias = _typing.Literal["family", b"family"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_family) -> _WhichOneofReturnType_family | None: ...
 
@@ -320,6 +335,7 @@ class Action(_message.Message):
     CHESS_FIELD_NUMBER: _builtins.int
     GIN_FIELD_NUMBER: _builtins.int
     BACKGAMMON_FIELD_NUMBER: _builtins.int
+    GO_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def resign(self) -> Global___Resign:
         """Resign the match, on any turn."""
@@ -336,6 +352,10 @@ class Action(_message.Message):
     def backgammon(self) -> _backgammon_pb2.BackgammonAction:
         """A backgammon action."""
 
+    @_builtins.property
+    def go(self) -> _go_pb2.GoAction:
+        """A go action."""
+
     def __init__(
         self,
         *,
@@ -343,12 +363,13 @@ class Action(_message.Message):
         chess: _chess_pb2.ChessAction | None = ...,
         gin: _gin_pb2.GinAction | None = ...,
         backgammon: _backgammon_pb2.BackgammonAction | None = ...,
+        go: _go_pb2.GoAction | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["backgammon", b"backgammon", "chess", b"chess", "gin", b"gin", "kind", b"kind", "resign", b"resign"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["backgammon", b"backgammon", "chess", b"chess", "gin", b"gin", "go", b"go", "kind", b"kind", "resign", b"resign"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["backgammon", b"backgammon", "chess", b"chess", "gin", b"gin", "kind", b"kind", "resign", b"resign"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["backgammon", b"backgammon", "chess", b"chess", "gin", b"gin", "go", b"go", "kind", b"kind", "resign", b"resign"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["resign", "chess", "gin", "backgammon"]  # noqa: Y015
+    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["resign", "chess", "gin", "backgammon", "go"]  # noqa: Y015
     _WhichOneofArgType_kind: _TypeAlias = _typing.Literal["kind", b"kind"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_kind) -> _WhichOneofReturnType_kind | None: ...
 
@@ -380,6 +401,7 @@ class View(_message.Message):
     CHESS_FIELD_NUMBER: _builtins.int
     GIN_FIELD_NUMBER: _builtins.int
     BACKGAMMON_FIELD_NUMBER: _builtins.int
+    GO_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def chess(self) -> _chess_pb2.ChessView:
         """The chess view."""
@@ -392,18 +414,23 @@ class View(_message.Message):
     def backgammon(self) -> _backgammon_pb2.BackgammonView:
         """The backgammon view."""
 
+    @_builtins.property
+    def go(self) -> _go_pb2.GoView:
+        """The go view."""
+
     def __init__(
         self,
         *,
         chess: _chess_pb2.ChessView | None = ...,
         gin: _gin_pb2.GinView | None = ...,
         backgammon: _backgammon_pb2.BackgammonView | None = ...,
+        go: _go_pb2.GoView | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["backgammon", b"backgammon", "chess", b"chess", "family", b"family", "gin", b"gin"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["backgammon", b"backgammon", "chess", b"chess", "family", b"family", "gin", b"gin", "go", b"go"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["backgammon", b"backgammon", "chess", b"chess", "family", b"family", "gin", b"gin"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["backgammon", b"backgammon", "chess", b"chess", "family", b"family", "gin", b"gin", "go", b"go"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_family: _TypeAlias = _typing.Literal["chess", "gin", "backgammon"]  # noqa: Y015
+    _WhichOneofReturnType_family: _TypeAlias = _typing.Literal["chess", "gin", "backgammon", "go"]  # noqa: Y015
     _WhichOneofArgType_family: _TypeAlias = _typing.Literal["family", b"family"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_family) -> _WhichOneofReturnType_family | None: ...
 
@@ -1341,7 +1368,9 @@ class GetRecordResponse(_message.Message):
     record: _builtins.str
     """The game in the family's notation: PGN for chess."""
     record_format: _builtins.str
-    """The format of record: "pgn" for chess, "txt" for gin rummy, "mat" for backgammon (a gnubg match file)."""
+    """The format of record: "pgn" for chess, "txt" for gin rummy, "mat" for backgammon (a gnubg match
+    file), "sgf" for go.
+    """
     fairness_commitment: _builtins.str
     """The match's fairness commitment and its version, as announced before the match (empty and 0 for
     families without chance).

@@ -1,0 +1,1 @@
+"""The go rules service (``rules-go``): the match runtime with the go family."""

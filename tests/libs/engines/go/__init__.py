@@ -1,0 +1,1 @@
+"""Tests of the go engine (``libs/engines/go``)."""
