@@ -376,7 +376,9 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
                     periods_left=status.periods_left,
                 )
             )
-        if viewer is not None and viewer == to_move:
+        if viewer is not None and (viewer == to_move or record.phase_since_ms is not None):
+            # In a phase with its own deadline (a count, a continue step, a setup) every seat may act, in
+            # either order: each sees what it may do, not only the seat named to move.
             update.legal_actions.extend(engine.legal_actions(record.game, viewer))
         if record.outcome is not None:
             update.result.CopyFrom(result_proto(record.outcome, record.ended_at_ms or at, _stood_in(record)))

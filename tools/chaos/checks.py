@@ -32,6 +32,7 @@ FAMILY_CLASSES: Mapping[str, str] = {
     "chess": "services.rules_chess.family:ChessFamily",
     "gin": "services.rules_gin.family:GinFamily",
     "backgammon": "services.rules_backgammon.family:BackgammonFamily",
+    "go": "services.rules_go.family:GoFamily",
 }
 """Each family's rules (to replay logs), ``module:class``."""
 
