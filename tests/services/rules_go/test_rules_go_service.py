@@ -101,7 +101,12 @@ async def test_a_whole_9x9_game_ends_by_the_count_and_its_sgf_replays_to_the_sam
         assert view.score.result  # the count is shown with its parts
         parts = view.score.black
         assert parts.total == parts.stones + parts.territory  # area scoring
-        # Either may answer first; the seat that has accepted is shown.
+        # Either may answer first: both seats see what they may do, though Black is named to move.
+        for seat in (0, 1):
+            mine = await as_seat(stub, match_id, seat)
+            assert mine.to_move == 0
+            assert list(mine.legal_actions) == ["accept", "resume"]
+        # The seat that has accepted is shown.
         update = (await stub.SubmitAction(act(match_id, 1, "accept"))).update
         assert list(update.view.go.accepted) == [1]
         final = (await stub.SubmitAction(act(match_id, 0, "accept"))).update
