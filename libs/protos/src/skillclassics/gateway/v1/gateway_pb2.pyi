@@ -103,8 +103,8 @@ class CreateTableRequest(_message.Message):
     VISIBILITY_FIELD_NUMBER: _builtins.int
     IDEMPOTENCY_KEY_FIELD_NUMBER: _builtins.int
     family: _builtins.str
-    """Required: the game family, "chess" or "gin" (any other is INVALID_ARGUMENT; a family with no rules shard
-    configured is UNAVAILABLE).
+    """Required: the game family, "backgammon", "chess", "gin" or "go" (any other is INVALID_ARGUMENT; a
+    family with no rules shard configured is UNAVAILABLE).
     Rules: required.
     """
     entry_fee_minor: _builtins.int
@@ -126,14 +126,17 @@ class CreateTableRequest(_message.Message):
     @_builtins.property
     def options(self) -> _rules_pb2.MatchOptions:
         """The family's options; unset means its defaults. Chess: ruleset contest or FIDE, no initial_fen. Gin: any
-        variant, hands_to_win 0 or 3. Options of another family are INVALID_ARGUMENT.
+        variant, hands_to_win 0 or 3. Backgammon: the variant only (one game, no cube). Go: any size, handicap,
+        komi and scoring. Options of another family are INVALID_ARGUMENT.
         """
 
     @_builtins.property
     def time_control(self) -> _rules_pb2.TimeControl:
-        """Required: one of the family's lobby clocks (INVALID_ARGUMENT otherwise). Chess: base_ms of 3, 5, 10, 20
-        or 30 minutes, nothing else set. Gin: base_ms of 5, 10, 15, 20 or 30 minutes for the match plus
-        increment_ms of 0, 5000 or 10000, nothing else set.
+        """Required: one of the family's lobby clocks (INVALID_ARGUMENT otherwise). Chess and backgammon: base_ms
+        of 3, 5, 10, 20 or 30 minutes, nothing else set. Gin: base_ms of 5, 10, 15, 20 or 30 minutes for the
+        match plus increment_ms of 0, 5000 or 10000, nothing else set. Go: base_ms of 5, 10, 20, 30 or 60
+        minutes plus either increment_ms of 0, 10000 or 20000, or byo-yomi of 5 periods of 30000 ms or 3 of
+        60000 ms.
         Rules: required.
         """
 
@@ -193,7 +196,7 @@ class ListTablesRequest(_message.Message):
     LIMIT_FIELD_NUMBER: _builtins.int
     FREE_ONLY_FIELD_NUMBER: _builtins.int
     family: _builtins.str
-    """Required: the game family, "chess" or "gin" (any other is INVALID_ARGUMENT).
+    """Required: the game family, "backgammon", "chess", "gin" or "go" (any other is INVALID_ARGUMENT).
     Rules: required.
     """
     max_entry_fee_minor: _builtins.int
@@ -362,8 +365,8 @@ class EnterQueueRequest(_message.Message):
     ENTRY_FEE_MINOR_FIELD_NUMBER: _builtins.int
     CURRENCY_FIELD_NUMBER: _builtins.int
     family: _builtins.str
-    """Required: the game family, "chess" or "gin" (any other is INVALID_ARGUMENT; a family with no rules shard
-    configured is UNAVAILABLE).
+    """Required: the game family, "backgammon", "chess", "gin" or "go" (any other is INVALID_ARGUMENT; a
+    family with no rules shard configured is UNAVAILABLE).
     Rules: required.
     """
     entry_fee_minor: _builtins.int
@@ -378,14 +381,17 @@ class EnterQueueRequest(_message.Message):
     @_builtins.property
     def options(self) -> _rules_pb2.MatchOptions:
         """The family's options; unset means its defaults. Chess: ruleset contest or FIDE, no initial_fen. Gin: any
-        variant, hands_to_win 0 or 3. Options of another family are INVALID_ARGUMENT.
+        variant, hands_to_win 0 or 3. Backgammon: the variant only (one game, no cube). Go: any size, handicap,
+        komi and scoring. Options of another family are INVALID_ARGUMENT.
         """
 
     @_builtins.property
     def time_control(self) -> _rules_pb2.TimeControl:
-        """Required: one of the family's lobby clocks (INVALID_ARGUMENT otherwise). Chess: base_ms of 3, 5, 10, 20
-        or 30 minutes, nothing else set. Gin: base_ms of 5, 10, 15, 20 or 30 minutes for the match plus
-        increment_ms of 0, 5000 or 10000, nothing else set.
+        """Required: one of the family's lobby clocks (INVALID_ARGUMENT otherwise). Chess and backgammon: base_ms
+        of 3, 5, 10, 20 or 30 minutes, nothing else set. Gin: base_ms of 5, 10, 15, 20 or 30 minutes for the
+        match plus increment_ms of 0, 5000 or 10000, nothing else set. Go: base_ms of 5, 10, 20, 30 or 60
+        minutes plus either increment_ms of 0, 10000 or 20000, or byo-yomi of 5 periods of 30000 ms or 3 of
+        60000 ms.
         Rules: required.
         """
 
@@ -889,7 +895,9 @@ class GetRecordResponse(_message.Message):
     record: _builtins.str
     """The game in the family's notation: PGN for chess."""
     record_format: _builtins.str
-    """The format of record: "pgn" for chess, "txt" for gin rummy, "mat" for backgammon (a gnubg match file)."""
+    """The format of record: "pgn" for chess, "txt" for gin rummy, "mat" for backgammon (a gnubg match
+    file), "sgf" for go.
+    """
     fairness_commitment: _builtins.str
     """The match's fairness commitment and its version, as announced before the match (empty and 0 for
     families without chance).
