@@ -16,6 +16,7 @@ BENCHMARKS = {
     "chess": "benchmarks.chess",
     "gin": "benchmarks.gin_engine",
     "backgammon": "benchmarks.backgammon",
+    "go": "benchmarks.go",
     "matchmaking": "benchmarks.matchmaking",
     "gateway_e2e": "benchmarks.gateway_e2e",
     "platform_load": "benchmarks.platform_load",

@@ -1,5 +1,7 @@
-"""Go engine figures: ``apply`` per move on 19x19 random games (captures and ko checks included), the cost
-of ``legal_actions`` and of a view, and the memory of one game state at a typical game's length.
+"""Go figures: ``apply`` per move on 19x19 random games (captures and ko checks included), the cost of
+``legal_actions`` and of a view, and the memory of one game state at a typical game's length; then moves
+per second through rules-go (its own process, every move durable before the answer) and the service's
+memory per live 19x19 match at a typical game's length.
 
 Random players pick a random legal point that does not fill one of their own eyes (pass when none is
 left); games stop at 400 moves. Only the engine is timed: the choice of the move is made outside.
@@ -7,12 +9,19 @@ left); games stop at 400 moves. Only the engine is timed: the choice of the move
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import random
 import time
 import tracemalloc
+import uuid
+from typing import Any
 
-from benchmarks.support import percentile
+from skillclassics.go.v1 import go_pb2
+from skillclassics.rules.v1 import rules_pb2 as pb
+from skillclassics.rules.v1 import rules_pb2_grpc
+
+from benchmarks.support import bench_service, concurrent_games, percentile, rss_mib
 from libs.engines.base import ActionContext
 from libs.engines.go import GO, PASS, GoOptions, GoState, Phase, replay
 
@@ -153,6 +162,93 @@ def figures() -> list[tuple[str, str]]:
     return apply_figures() + memory_figures()
 
 
+# ---------------------------------------------------------------------------------------------------------
+# Through the service (rules-go as its own process)
+
+SERVICE_GAMES = 16
+"""19x19 games played at once through the service."""
+SERVICE_MOVES = 150
+"""Moves of each of those games (replayed from random games made by the engine beforehand)."""
+MEMORY_MATCHES = 150
+"""Live 19x19 matches held for the memory figure, each played to ``MEMORY_MOVES`` moves."""
+
+
+async def _create(stub: Any) -> str:
+    match_id = f"go.0.{uuid.uuid4().hex[:16]}"
+    await stub.CreateMatch(
+        pb.CreateMatchRequest(
+            match_id=match_id,
+            seats=[pb.SeatAssignment(seat=0, player_id="b"), pb.SeatAssignment(seat=1, player_id="w")],
+            options=pb.MatchOptions(go=go_pb2.GoOptions(size=19)),
+            time_control=pb.TimeControl(base_ms=60 * 60_000, periods=5, period_ms=30_000),
+            idempotency_key="create",
+            disconnect_forfeit_ms=3_600_000,
+        )
+    )
+    return match_id
+
+
+async def _play(stub: Any, match_id: str, log: list[tuple[int, str]], latencies: list[float]) -> int:
+    for index, (seat, action) in enumerate(log):
+        request = pb.SubmitActionRequest(
+            match_id=match_id,
+            seat=seat,
+            idempotency_key=f"m{index}",
+            action=pb.Action(go=go_pb2.GoAction(action=action)),
+        )
+        started = time.perf_counter()
+        await stub.SubmitAction(request)
+        latencies.append(time.perf_counter() - started)
+    return len(log)
+
+
+async def through_service() -> list[tuple[str, str]]:
+    from tests.callers import RULES_CALLERS, Callers
+
+    # Random 19x19 games made by the engine, long enough to replay MEMORY_MOVES moves of each.
+    logs = [
+        log for log in random_games(SERVICE_GAMES + MEMORY_MATCHES + 40, 31)[4] if len(log) > MEMORY_MOVES
+    ]
+    assert len(logs) >= SERVICE_GAMES + MEMORY_MATCHES, "random 19x19 games were shorter than expected"
+    async with (
+        bench_service("services.rules_go") as (service, backend),
+        Callers(service.address) as callers,
+    ):
+        stub = callers.stub(rules_pb2_grpc.RulesServiceStub, RULES_CALLERS)
+        matches = [await _create(stub) for _ in range(SERVICE_GAMES)]
+        plays = [
+            (lambda latencies, m=m, log=log: _play(stub, m, log[:SERVICE_MOVES], latencies))
+            for m, log in zip(matches, logs, strict=False)
+        ]
+        counts, elapsed, p50, p99 = await concurrent_games(plays)
+        speed = (
+            f"through rules-go ({backend}, {SERVICE_GAMES} 19x19 games at once, {SERVICE_MOVES} moves each)",
+            f"{sum(counts) / elapsed:,.0f} moves/s; SubmitAction p50 {p50:.1f} ms, p99 {p99:.1f} ms "
+            "(each move durable before the answer)",
+        )
+        before = rss_mib(service.pid)
+        extra = logs[SERVICE_GAMES : SERVICE_GAMES + MEMORY_MATCHES]
+        for batch in range(0, len(extra), 25):
+            made = [await _create(stub) for _ in extra[batch : batch + 25]]
+            await asyncio.gather(
+                *(
+                    _play(stub, m, log[:MEMORY_MOVES], [])
+                    for m, log in zip(made, extra[batch : batch + 25], strict=True)
+                )
+            )
+        after = rss_mib(service.pid)
+        per_match = (after - before) * 1024 / len(extra)
+        per_gib = int(1024 * 1024 / max(per_match, 0.001))
+        memory = (
+            "rules-go memory",
+            f"{after:.1f} MiB with {SERVICE_GAMES + len(extra)} live 19x19 matches: about {per_match:.0f} "
+            f"KiB per more live match {MEMORY_MOVES} moves in ({per_gib:,} such matches per GiB)",
+        )
+        return [speed, memory]
+
+
 async def run() -> None:
     for name, value in figures():
+        print(f"{name}: {value}")
+    for name, value in await through_service():
         print(f"{name}: {value}")

@@ -40,6 +40,7 @@ FAMILY_MODULES: Final[Mapping[str, str]] = {
     "backgammon": "clients.families.backgammon",
     "chess": "clients.families.chess",
     "gin": "clients.families.gin",
+    "go": "clients.families.go",
 }
 """Every family the clients know, and the module that describes it (imported on first use)."""
 

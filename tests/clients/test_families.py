@@ -95,8 +95,8 @@ def gin_action(action: rules_pb2.Action | None) -> str:
 def test_families_are_found_by_name_and_by_match_id() -> None:
     assert family("chess") is CHESS
     assert family_of_match("gin.0.abc") is GIN
-    with pytest.raises(UnknownFamily, match="unknown game family 'go'"):
-        family("go")
+    with pytest.raises(UnknownFamily, match="unknown game family 'shogi'"):
+        family("shogi")
 
 
 def test_clock_faces() -> None:

@@ -425,8 +425,8 @@ async def test_usage_and_gateway_errors_exit_2_and_1(
     )
     assert await main_async(["create", "--minutes", "7"]) == 1
     assert "error: INVALID_ARGUMENT (TIME_CONTROL_NOT_OFFERED): chess lobby clocks are" in captured(capsys)[1]
-    assert await main_async(["create", "--family", "go"]) == 2
-    assert "unknown game family 'go'" in captured(capsys)[1]
+    assert await main_async(["create", "--family", "shogi"]) == 2
+    assert "unknown game family 'shogi'" in captured(capsys)[1]
     assert await main_async(["play", "chess.0.nosuchmatch"]) == 1
     assert "error: NOT_FOUND" in captured(capsys)[1]
     assert await main_async(["bot", "--strategy", "clever"]) == 2
@@ -513,7 +513,7 @@ async def test_the_demo_plays_chess_and_gin_and_skips_what_the_stack_lacks(stack
     lines: list[str] = []
     config = DemoConfig(
         gateway=stack.gateway,
-        families=("chess", "gin", "go"),
+        families=("chess", "gin", "shogi"),
         max_plies=30,
         env=ENV,
         seed=4,
@@ -525,7 +525,7 @@ async def test_the_demo_plays_chess_and_gin_and_skips_what_the_stack_lacks(stack
     assert "chess: fairness: no chance used" in text
     assert "gin: result: " in text
     assert "gin: fairness: OK: commitment matches" in text  # the dealer and every shuffle reproduced
-    assert "go: skipped: unknown game family 'go'" in text
+    assert "shogi: skipped: unknown game family 'shogi'" in text
     assert lines[-1] == "demo: 2 played, 1 skipped, 0 failed"
 
 
