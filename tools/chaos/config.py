@@ -1,7 +1,7 @@
 """What a chaos run does: the families it plays, how long, how hard it shakes the stack, and the bounds its
 checks hold the platform to.
 
-Each family is one entry of :data:`FAMILIES`; a new family (backgammon, go...) is one more line, once its
+Each family is one entry of :data:`FAMILIES`; a new family is one more line, once its
 rules service is in the launcher's registry and its client in :mod:`clients.families`.
 """
 
@@ -51,6 +51,8 @@ class FamilyPlan:
 FAMILIES: Final[Mapping[str, FamilyPlan]] = {
     "chess": FamilyPlan("chess", "rules-chess", max_plies=60, minutes=5),
     "gin": FamilyPlan("gin", "rules-gin", max_plies=60, minutes=5, draws=True),
+    "backgammon": FamilyPlan("backgammon", "rules-backgammon", max_plies=60, minutes=5, draws=True),
+    "go": FamilyPlan("go", "rules-go", max_plies=60, minutes=5),
 }
 """Every family a chaos run plays: one entry each."""
 
