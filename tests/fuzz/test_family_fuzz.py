@@ -8,9 +8,11 @@ States: chess from the start, one move in, castling, en passant and promotion po
 with a draw offer pending, and finished games (mate, agreed draw); gin rummy waiting for its deal, in
 the upcard offer, mid-hand (reached by a random walk of legal actions from a drawn shuffle) and over.
 Backgammon in every phase (a money game, one with the cube and beavers, a match to 3, hypergammon with
-automatic bear-off), reached by random walks with seeded dice.
+automatic bear-off), reached by random walks with seeded dice. Go on 9x9 and 13x13 with a handicap: the
+start, mid-game (with a ko), the count (one seat accepted or none) and over.
 Actions: random text, UCI- and SAN-shaped strings, the draw words, gin's words with every card and
-some that are not cards, backgammon's words and play-shaped text, and the legal actions of either seat
+some that are not cards, backgammon's words and play-shaped text, go's words and point-shaped text (on
+and off the board), and the legal actions of either seat
 (so the wrong seat's moves too).
 """
 
@@ -417,3 +419,82 @@ def test_backgammon_parser_reads_or_says_malformed(text: str) -> None:
     except MalformedActionError:
         return
     assert parse_action(str(action)) == action  # what it read, it reads back
+
+
+# -- go ----------------------------------------------------------------------------------------------------
+
+POINT_LIKE = r"\A ?[A-Za-z][0-9]{1,2} ?\Z"
+"""Point-shaped text: a letter and a row, on the board or off it (column I, row 0, row 20...)."""
+GO_WORDS = ("pass", "PASS", "accept", "resume", "resign", "D4", "I5", "A0", "T19", "Z1", "d 4", "")
+
+
+def _go_states() -> dict[str, Any]:
+    """9x9 and 13x13 states from random walks of legal actions: the start, mid-game (a ko on the board
+    when one came up), the count (nobody, one seat accepted) and the end."""
+    import random
+
+    from libs.engines.go import GO, GoOptions, Phase
+
+    states: dict[str, Any] = {}
+    rng = random.Random(2026)
+    for name, options in {"9": GoOptions(size=9), "13h": GoOptions(size=13, handicap=3)}.items():
+        state = GO.new_game(options)
+        states[f"{name}-start"] = state
+        for ply in range(160):
+            seat = GO.to_move(state)
+            assert seat is not None
+            points = [a for a in GO.legal_actions(state, seat) if a != "pass"]
+            state = GO.apply(state, seat, rng.choice(points) if points else "pass", CONTEXT)
+            if ply % 40 == 39 or (state.board.ko is not None and f"{name}-ko" not in states):
+                states[f"{name}-{'ko' if state.board.ko is not None else ply}"] = state
+        seat = GO.to_move(state)
+        assert seat is not None
+        state = GO.apply(GO.apply(state, seat, "pass", CONTEXT), 1 - seat, "pass", CONTEXT)
+        assert state.phase is Phase.COUNT
+        states[f"{name}-count"] = state
+        state = GO.apply(state, 1, "accept", CONTEXT)
+        states[f"{name}-count-one-accepted"] = state
+        states[f"{name}-over"] = GO.apply(state, 0, "accept", CONTEXT)
+    return states
+
+
+GO_STATES = _go_states()
+
+
+@pytest.mark.parametrize("name", sorted(GO_STATES))
+@fuzz(40)
+@given(data=st.data())
+def test_go_actions_are_applied_or_refused(name: str, data: st.DataObject) -> None:
+    from libs.engines.go import GO
+
+    state = GO_STATES[name]
+    seat = data.draw(st.sampled_from((0, 1)), label="seat")
+    legal = [*GO.legal_actions(state, 0), *GO.legal_actions(state, 1)]
+    shaped = st.one_of(
+        st.from_regex(POINT_LIKE), st.sampled_from(GO_WORDS), *([st.sampled_from(legal)] if legal else [])
+    )
+    text = data.draw(st.one_of(texts(), shaped, shaped), label="action")
+    before = copy.deepcopy(state)
+    try:
+        after = GO.apply(state, seat, text, CONTEXT)
+    except REFUSALS:
+        assert state == before, "a refused action changed the state"
+        return
+    assert state == before, "applying an action changed its state"
+    assert after != state
+    assert text.strip().upper() in {a.upper() for a in GO.legal_actions(state, seat)}, (
+        text,
+        "accepted but not offered",
+    )
+
+
+@given(text=st.one_of(texts(), st.from_regex(POINT_LIKE), st.sampled_from(GO_WORDS)))
+@fuzz(200)
+def test_go_parser_reads_or_says_malformed(text: str) -> None:
+    from libs.engines.go import parse_action
+
+    try:
+        action = parse_action(text)
+    except MalformedActionError:
+        return
+    assert parse_action(action) == action  # what it read, it reads back
