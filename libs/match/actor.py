@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from array import array
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field, replace
@@ -113,7 +114,8 @@ class MatchActor:
         self._chance_retry: asyncio.TimerHandle | None = None
         self._chance_task: asyncio.Task[None] | None = None
         self._on_finished = on_finished
-        self.events = events
+        self.created_event = events[0]
+        """The match's first event (what a retry of ``CreateMatch`` is compared with)."""
         self.record = rebuild(family, events)
         self._store = store
         self._deadlines = deadlines
@@ -122,7 +124,12 @@ class MatchActor:
         self._watchers: set[_Watcher] = set()
         self._closed = False
         """Set by :meth:`close`: no watcher is added any more."""
-        self._keys = {e.idempotency_key: e for e in events if e.idempotency_key}
+        self._keys = array("q")
+        """The hash of every idempotency key the match logged, 8 bytes each (docs/match-runtime.md,
+        "Memory"): the log itself stays in the store, not in memory. A key whose hash is not here was
+        never used; one whose hash is here is looked up in the store (two keys' hashes may be equal)."""
+        for event in events:
+            self._remember_key(event)
         self._armed_at: int | None = None
         """The wake-up instant wanted (``None``: none)."""
         self._sent_at: int | None = None
@@ -156,7 +163,7 @@ class MatchActor:
     async def _submit(
         self, seat: int, key: str, kind: EventKind, payload: dict[str, Any], fingerprint: dict[str, Any]
     ) -> MatchRecord:
-        earlier = self._keys.get(key)
+        earlier = await self._logged_with_key(key)
         if earlier is not None:
             asked = {k: v for k, v in earlier.payload.items() if k != "description"}
             original = {"seat": earlier.seat, "kind": earlier.kind.value, **asked}
@@ -165,7 +172,7 @@ class MatchActor:
                     f"idempotency key {key!r} was used for a different action",
                     reason=ErrorReason.ERROR_REASON_IDEMPOTENCY_KEY_REUSED,
                 )
-            return self.record_at(earlier.sequence)
+            return await self.record_at(earlier.sequence)
         now = self.now_ms()
         self._refuse_if_over()
         overdue = self.record.overdue(self.family, now)
@@ -374,9 +381,7 @@ class MatchActor:
         if result is not None:
             self._on_finished()  # the result is in the outbox: the reporter delivers it
         self.record = updated
-        self.events.append(updated.last_event)
-        if updated.last_event.idempotency_key:
-            self._keys[updated.last_event.idempotency_key] = updated.last_event
+        self._remember_key(updated.last_event)
         for watcher in self._watchers:
             watcher.offer(updated)
         await self._sync_deadline()
@@ -425,7 +430,7 @@ class MatchActor:
         once all are in, it is made (a player who sends none is protected by the commitment alone).
         """
         setup = self.record.setup
-        if not setup.client_seed_window_ms or any(e.kind is EventKind.CHANCE for e in self.events):
+        if not setup.client_seed_window_ms or self.record.draws:
             return 0.0
         left_ms = setup.created_at_ms + setup.client_seed_window_ms - self.now_ms()
         if left_ms <= 0:
@@ -519,11 +524,29 @@ class MatchActor:
 
     # -- reading -----------------------------------------------------------------------------------------
 
-    def record_at(self, sequence: int) -> MatchRecord:
-        """The record as it was right after ``sequence`` (replayed from the log)."""
+    async def record_at(self, sequence: int) -> MatchRecord:
+        """The record as it was right after ``sequence`` (replayed from the log in the store)."""
         if sequence == self.record.sequence:
             return self.record
-        return rebuild(self.family, self.events[:sequence])
+        if sequence == 1:
+            return rebuild(self.family, [self.created_event])
+        return rebuild(self.family, (await self.log())[:sequence])
+
+    async def log(self) -> list[MatchEvent]:
+        """The whole log as committed (every acknowledged event is in the store before its answer)."""
+        return await self._store.load_log(self.match_id)
+
+    def _remember_key(self, event: MatchEvent) -> None:
+        if event.idempotency_key:
+            self._keys.append(hash(event.idempotency_key))
+
+    async def _logged_with_key(self, key: str) -> MatchEvent | None:
+        """The event logged with idempotency key ``key``, if any (from the store: a retry is rare)."""
+        if hash(key) not in self._keys:
+            return None
+        if key == self.created_event.idempotency_key:
+            return self.created_event
+        return await self._store.event_by_key(self.match_id, key)
 
     async def watch(self, from_sequence: int) -> AsyncIterator[MatchRecord]:
         """Every record after ``from_sequence``: the missed ones replayed, then each new one; ends with the
@@ -540,7 +563,8 @@ class MatchActor:
                     f"from_sequence {from_sequence} is ahead of the match (at {current})",
                     reason=ErrorReason.ERROR_REASON_SEQUENCE_AHEAD,
                 )
-            missed = list(self.events[:current])
+            # The log up to now, read under the lock: every event to ``current`` is committed, none after.
+            missed = (await self.log())[:current] if from_sequence < current else []
             self._watchers.add(watcher)
         try:
             last = from_sequence

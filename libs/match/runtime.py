@@ -148,7 +148,7 @@ class MatchRuntime:
         self._serving()
         existing = await self._find(setup.match_id)
         if existing is not None:
-            _check_retry(existing.events[0], setup, idempotency_key)
+            _check_retry(existing.created_event, setup, idempotency_key)
             return existing
         event = MatchEvent(1, EventKind.CREATED, setup.created_at_ms, setup.to_json(), None, idempotency_key)
         actor = self._actor([event])

@@ -140,7 +140,7 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         actor = await self._runtime.create(setup, key)
         # The match as created (sequence 1), so that a retry gets exactly the original answer even after
         # play has moved on (or a first draw was made at once).
-        return rules_pb2.CreateMatchResponse(update=self._update(actor.record_at(1), None))
+        return rules_pb2.CreateMatchResponse(update=self._update(await actor.record_at(1), None))
 
     async def SubmitAction(
         self, request: rules_pb2.SubmitActionRequest, context: grpc.aio.ServicerContext

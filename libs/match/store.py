@@ -125,6 +125,18 @@ class MatchStore:
 
         return await self._writer.read(read)
 
+    async def event_by_key(self, match_id: str, idempotency_key: str) -> MatchEvent | None:
+        """The event ``idempotency_key`` logged in ``match_id``, if any (a retry's original answer)."""
+        query = select(match_events).where(
+            match_events.c.match_id == match_id, match_events.c.idempotency_key == idempotency_key
+        )
+
+        def read(conn: Connection) -> MatchEvent | None:
+            row = conn.execute(query).first()
+            return None if row is None else event_from_row(row._mapping)
+
+        return await self._writer.read(read)
+
     async def load_log(self, match_id: str) -> list[MatchEvent]:
         query = (
             select(match_events).where(match_events.c.match_id == match_id).order_by(match_events.c.sequence)

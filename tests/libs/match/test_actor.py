@@ -239,3 +239,38 @@ async def test_a_caller_who_goes_away_mid_commit_leaves_the_match_consistent(mig
     log = await MatchStore(db, "chess", "0").load_log("chess.0.hangup")
     assert [e.sequence for e in log] == [1, 2, 3]
     await db.dispose()
+
+
+async def test_retries_are_answered_from_the_store_the_log_is_not_held_in_memory(migrated_url: str) -> None:
+    """The actor keeps only a hash of each idempotency key (docs/match-runtime.md, "Memory"): a retry of an
+    old action, even one reloaded after a restart, gets its original answer from the log in the store; a
+    key reused for another action is refused; and a new key whose hash collides with a logged one is a
+    new action, not mistaken for a retry."""
+    from libs.runtime.errors import AlreadyExists
+
+    db = Database(migrated_url)
+    store = MatchStore(db, "chess", "0")
+    event = _created("chess.0.keys", ServiceTime().now_ms(), base_ms=600_000)
+    await store.create(event)
+    actor = MatchActor(FAMILY, [event], store, NoWakeUps(), ServiceTime())  # type: ignore[arg-type]
+    await actor.start()
+    moves = ["e4", "e5", "Nf3", "Nc6", "Bb5", "a6"]
+    answers = [await actor.submit(n % 2, f"k{n}", EventKind.ACTION, _move(m)) for n, m in enumerate(moves)]
+    assert not hasattr(actor, "events")
+    # The retry of the second move: its original answer, replayed from the store, nothing logged.
+    again = await actor.submit(1, "k1", EventKind.ACTION, _move("e5"))
+    assert again == answers[1]
+    assert actor.record.sequence == answers[-1].sequence
+    with pytest.raises(AlreadyExists, match="different action"):
+        await actor.submit(1, "k1", EventKind.ACTION, _move("d5"))
+    # A new key that collides (by hash) with a logged one: looked up, not found, played.
+    actor._keys.append(hash("fresh"))
+    played = await actor.submit(0, "fresh", EventKind.ACTION, _move("Ba4"))
+    assert played.sequence == answers[-1].sequence + 1
+    # Reloaded from the log (a restart): the same answers to the same retries.
+    reloaded = MatchActor(FAMILY, await store.load_log("chess.0.keys"), store, NoWakeUps(), ServiceTime())  # type: ignore[arg-type]
+    assert await reloaded.submit(0, "k0", EventKind.ACTION, _move("e4")) == answers[0]
+    assert await reloaded.submit(0, "fresh", EventKind.ACTION, _move("Ba4")) == played
+    assert (await reloaded.record_at(1)).sequence == 1
+    await store.close()
+    await db.dispose()

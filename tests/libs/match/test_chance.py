@@ -189,7 +189,7 @@ async def test_draws_are_logged_after_the_action_and_replayed_without_a_new_draw
     after_roll = await actor.submit(0, "k1", EventKind.ACTION, {"action": {"roll": True}})
     # The answer is the action itself; the draw follows it in the log.
     assert after_roll.last_event.kind is EventKind.ACTION
-    assert [e.kind for e in actor.events] == [EventKind.CREATED, EventKind.ACTION, EventKind.CHANCE]
+    assert [e.kind for e in await actor.log()] == [EventKind.CREATED, EventKind.ACTION, EventKind.CHANCE]
     assert actor.record.game.rolls == ((0, 1),)
     for seat, key in ((1, "k2"), (0, "k3"), (1, "k4")):
         await actor.submit(seat, key, EventKind.ACTION, {"action": {"roll": True}})
@@ -266,7 +266,7 @@ async def test_readers_racing_a_creation_share_its_one_actor(migrated_url: str) 
     actor = await created
     assert all(found is actor for found in read)
     await actor.set_presence(0, True)  # one writer: no clash on sequence numbers
-    assert [e.sequence for e in actor.events] == list(range(1, len(actor.events) + 1))
+    assert [e.sequence for e in await actor.log()] == list(range(1, len(await actor.log()) + 1))
 
 
 async def test_the_first_draw_waits_for_both_seeds_then_goes_at_once(migrated_url: str) -> None:
@@ -339,11 +339,11 @@ async def test_the_wait_for_a_draw_is_charged_to_nobody_and_nothing_falls_due_me
         if actor.record.game.pending is None:
             break
     assert actor.record.game.pending is None
-    drawn = actor.events[-1]
+    drawn = (await actor.log())[-1]
     assert drawn.kind is EventKind.CHANCE
     assert drawn.at_ms - drawn.payload["waited_from_ms"] >= 500
     after = actor.record.clock.remaining_ms(1, drawn.at_ms)
     assert before - after <= 50, f"seat 1 was charged {before - after} ms for the wait"
     assert "flag" in [d.kind for d in actor.record.due(FAMILY)]  # counts go on after the draw
-    assert rebuild(FAMILY, list(actor.events)).clock == actor.record.clock
+    assert rebuild(FAMILY, await actor.log()).clock == actor.record.clock
     actor.close()

@@ -317,7 +317,7 @@ async def test_the_actor_logs_the_deadline_when_it_wakes_and_the_log_replays_it(
     assert wake_ups.armed["relay.0.phases"] == began + BREAK_MS  # the wake-up is armed at the break's end
     time.at_ms = began + BREAK_MS + 3
     await actor.wake()
-    assert actor.events[-1].kind is EventKind.DEADLINE
+    assert (await actor.log())[-1].kind is EventKind.DEADLINE
     assert actor.record.outcome is not None
     assert actor.record.outcome.termination is Termination.ABORTED  # nobody came back
     stored = await store.load_log("relay.0.phases")

@@ -260,7 +260,7 @@ async def test_the_actor_plays_an_absent_seat_until_its_player_is_back(migrated_
     time.at_ms = T0 + 2_000 + AWAY_MS
     for _ in range(4):  # roll, then the play (each a wake-up: the dice come in between)
         await actor.wake()
-    ghost = [e for e in actor.events if e.payload.get("stand_in")]
+    ghost = [e for e in await actor.log() if e.payload.get("stand_in")]
     assert ghost
     assert all(e.seat == 1 and e.idempotency_key is None and e.payload.get("description") for e in ghost)
     assert actor.record.stood_in == (False, True)
@@ -335,7 +335,7 @@ async def test_the_same_mechanism_plays_gin_rummy_for_an_absent_seat(migrated_ur
     time.at_ms = away_at + AWAY_MS
     for _ in range(3):
         await actor.wake()
-    ghost = [e for e in actor.events if e.payload.get("stand_in")]
+    ghost = [e for e in await actor.log() if e.payload.get("stand_in")]
     assert ghost
     assert all(e.seat == mover for e in ghost)
     assert actor.record.stood_in[mover]
