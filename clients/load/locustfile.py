@@ -13,8 +13,8 @@ plays matches one after another (Locust's ``wait_time`` between them, none by de
 counts become the Locust user classes' weights; ``--think-ms``, ``--think-jitter-ms``, ``--max-plies``,
 ``--pairing``, ``--minutes``, ``--increment``, ``--option``, ``--strategy``, ``--connections``,
 ``--stall``, ``--seed``, ``--data-dir``); how many pairs play and for how long is Locust's (``-u``,
-``-r``, ``-t``). Each family is a user class (``ChessPair``, ``GinPair``) that can also be picked by
-name on the command line.
+``-r``, ``-t``). Each family is a user class (``ChessPair``, ``GinPair``, ``GoPair``...) that can also be
+picked by name on the command line.
 
 Locust runs on gevent, which monkey-patches threads, sockets and selectors; ``grpc.aio`` cannot run
 under it. So each Locust process starts the harness as a child process (``python -m

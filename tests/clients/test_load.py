@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib.util
 import json
 import math
 import os
@@ -63,7 +62,7 @@ from tests.support import ROOT
 
 SIGNING_KEY = SigningKey.generate()
 """The development signing key the stack's gateway trusts (written into its data folder before it starts)."""
-STACK_SERVICES = ("fairness", "clock", "rules-chess", "rules-gin", "matchmaking", "gateway")
+STACK_SERVICES = ("fairness", "clock", "rules-chess", "rules-gin", "rules-go", "matchmaking", "gateway")
 
 try:
     import matplotlib  # noqa: F401
@@ -520,7 +519,7 @@ def tokens(stack: Stack) -> TokenMinter:
     return TokenMinter({"DATA_DIR": str(stack.data_dir)})
 
 
-async def test_a_run_of_chess_and_gin_through_the_command(
+async def test_a_run_of_chess_gin_and_go_through_the_command(
     stack: Stack, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     out_json = tmp_path / "run.json"
@@ -529,7 +528,9 @@ async def test_a_run_of_chess_and_gin_through_the_command(
         "--gateway",
         stack.address("gateway"),
         "--families",
-        "chess=2,gin=2",
+        "chess=2,gin=2,go=2",
+        "--option",
+        "go.size=9",
         "--matches",
         "6",
         "--max-plies",
@@ -553,7 +554,7 @@ async def test_a_run_of_chess_and_gin_through_the_command(
     assert matches["failed"] == 0
     assert matches["cut"] == 0
     assert matches["finished"] >= 6
-    for family_name in ("chess", "gin"):
+    for family_name in ("chess", "gin", "go"):
         assert matches["by_family"][family_name]["finished"] >= 1
     assert report["errors"] == []
     assert report["actions"]["count"] >= 6 * 20
@@ -780,7 +781,6 @@ async def test_the_bridge_the_locust_file_drives(stack: Stack) -> None:
             await process.wait()
 
 
-@pytest.mark.skipif(importlib.util.find_spec("locust") is None, reason="locust is not installed (optional)")
 async def test_the_locust_file(stack: Stack) -> None:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -803,7 +803,7 @@ async def test_the_locust_file(stack: Stack) -> None:
         env={
             **os.environ,
             "DATA_DIR": str(stack.data_dir),
-            "LOAD_OPTIONS": "--families chess=1,gin=1 --max-plies 30",
+            "LOAD_OPTIONS": "--families chess=1,gin=1,go=1 --option go.size=9 --max-plies 30",
         },
         cwd=ROOT,
     )
