@@ -145,3 +145,64 @@ def test_every_listed_action_is_accepted_and_every_refused_point_is_refused() ->
             action = rng.choice(listed) if len(state.moves) < 120 else PASS
             state = GO.apply(state, seat, action, CONTEXT)
         assert state.phase is Phase.COUNT
+
+
+def flood_fill_area(rows: tuple[str, ...]) -> tuple[int, int]:
+    """Area count of a final board from its rows alone (a third, separate count: no engine code): each
+    player's stones plus the empty regions that touch only their stones."""
+    size = len(rows)
+    score = {"X": 0, "O": 0}
+    seen: set[tuple[int, int]] = set()
+    for r in range(size):
+        for c in range(size):
+            cell = rows[r][c]
+            if cell != ".":
+                score[cell] += 1
+                continue
+            if (r, c) in seen:
+                continue
+            region, borders, todo = 0, set(), [(r, c)]
+            seen.add((r, c))
+            while todo:
+                y, x = todo.pop()
+                region += 1
+                for ny, nx in ((y - 1, x), (y + 1, x), (y, x - 1), (y, x + 1)):
+                    if 0 <= ny < size and 0 <= nx < size:
+                        if rows[ny][nx] == ".":
+                            if (ny, nx) not in seen:
+                                seen.add((ny, nx))
+                                todo.append((ny, nx))
+                        else:
+                            borders.add(rows[ny][nx])
+            if len(borders) == 1:
+                score[borders.pop()] += region
+    return score["X"], score["O"]
+
+
+def test_thousands_of_random_9x9_games_end_and_count_as_a_flood_fill_does() -> None:
+    """2,000 seeded random 9x9 games by the engine alone (random legal points that fill no own eye,
+    then passes): every one ends in the count, and its area count equals the flood fill of its board."""
+    rng = random.Random(2000)
+    options = GoOptions(size=9)
+    ended = 0
+    for _ in range(2000):
+        state = GO.new_game(options)
+        moves = 0
+        while state.phase is Phase.PLAY:
+            seat = state.turn
+            colour = seat + 1
+            board = state.board
+            cells, neighbors = board.cells, board.geometry.neighbors
+            candidates = [
+                p for p in board.legal_points(colour) if not all(cells[q] == colour for q in neighbors[p])
+            ]
+            action = board.geometry.names[rng.choice(candidates)] if candidates and moves < 300 else PASS
+            state = GO.apply(state, seat, action, CONTEXT)
+            moves += 1
+            assert moves < 400, "a random game did not end"
+        assert state.score is not None
+        black, white = flood_fill_area(state.board.rows())
+        assert state.score.black.stones + state.score.black.territory == black
+        assert state.score.white.stones + state.score.white.territory == white
+        ended += 1
+    assert ended == 2000
