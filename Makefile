@@ -50,7 +50,7 @@ run: $(PROTOS_STAMP) ## start the whole stack on localhost with SQLite (Ctrl-C s
 	$(PY) -m libs.launcher
 
 # Needs `make run` in another terminal. Overrides: GATEWAY_ADDRESS, FAIRNESS_ADDRESS, DEMO_FAMILIES
-# (chess,gin), DEMO_MAX_PLIES (300), DEMO_MINUTES, DATA_DIR (where the stack keeps its token key).
+# (every family), DEMO_MAX_PLIES (300), DEMO_MINUTES, DATA_DIR (where the stack keeps its token key).
 demo: $(PROTOS_STAMP) ## two bots (random vs greedy) play each family through the running stack's gateway
 	$(PY) -m clients.demo
 

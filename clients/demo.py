@@ -128,7 +128,7 @@ async def demo_family(name: str, config: DemoConfig, tag: str, say: Say) -> Game
         try:
             table = await host.create_table(
                 fam.name,
-                options=fam.options({}),
+                options=fam.options(fam.demo_settings),
                 time_control=control,
                 visibility=mm.VISIBILITY_PRIVATE,
             )

@@ -86,6 +86,8 @@ class FamilyClient(ABC):
     """The values an option takes, where they are a short list (the command line offers them as choices)."""
     quick_minutes: float = 5
     """The shortest lobby clock, minutes per player (what bots and the demo play by default)."""
+    demo_settings: ClassVar[Mapping[str, str]] = MappingProxyType({})
+    """The option settings ``make demo`` plays (a short game: go's 9x9 board); none: the defaults."""
 
     # -- setting a table up ----------------------------------------------------------------------------
 
@@ -222,7 +224,7 @@ def plies_played(update: rules_pb2.MatchUpdate, fam: FamilyClient, counted: int)
 _TERMINATION_WORDS = {
     value: name.removeprefix("TERMINATION_").lower().replace("_", " ")
     for name, value in rules_pb2.Termination.items()
-}
+} | {rules_pb2.TERMINATION_SCORED: "the count"}
 
 
 def result_line(result: rules_pb2.Result, fam: FamilyClient, names: Mapping[int, str]) -> str:

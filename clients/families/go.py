@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import MappingProxyType
 from typing import ClassVar
 
 from skillclassics.go.v1 import go_pb2
@@ -196,6 +197,8 @@ class GoClient(FamilyClient):
         "scoring": tuple(_SCORINGS),
     }
     quick_minutes = 5
+    demo_settings: ClassVar[Mapping[str, str]] = MappingProxyType({"size": "9"})
+    """The demo plays 9x9: two bots finish it (to the count) well inside the demo's ply cap."""
 
     # -- setting a table up ----------------------------------------------------------------------------
 
