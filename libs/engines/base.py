@@ -90,6 +90,16 @@ class Termination(StrEnum):
     """A match of several games ended because a player did not confirm the next game in time."""
     SCORED = "scored"
     """A game decided by counting the board (go)."""
+    FLAG_CAPTURED = "flag_captured"
+    """A Game of the Generals game won by capturing the enemy Flag (or lost by a Flag that challenged
+    and was captured)."""
+    FLAG_REACHED = "flag_reached"
+    """A Game of the Generals game won by a Flag on the far rank: unopposed at once, or after surviving
+    the opponent's next move."""
+    PERPETUAL_CHASE = "perpetual_chase"
+    """A Game of the Generals draw by the 5-move or the 16-move perpetual (``Outcome.detail`` says which)."""
+    NO_CHALLENGES = "no_challenges"
+    """A Game of the Generals draw: 30 moves by each side without a challenge."""
 
 
 @dataclass(frozen=True, slots=True)

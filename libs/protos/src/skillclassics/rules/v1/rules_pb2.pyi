@@ -118,6 +118,16 @@ class _TerminationEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Terminati
     """Go: the game was decided by the count after two passes (both players accepted it, or its two-minute
     deadline passed); Result.detail gives the score.
     """
+    TERMINATION_FLAG_CAPTURED: _Termination.ValueType  # 23
+    """Game of the Generals: the enemy Flag was captured."""
+    TERMINATION_FLAG_REACHED: _Termination.ValueType  # 24
+    """Game of the Generals: a Flag reached the far rank (with no enemy beside it, or it survived the
+    opponent's next move).
+    """
+    TERMINATION_PERPETUAL_CHASE: _Termination.ValueType  # 25
+    """Game of the Generals: a draw by the 5-move or the 16-move perpetual chase (Result.detail says which)."""
+    TERMINATION_NO_CHALLENGES: _Termination.ValueType  # 26
+    """Game of the Generals: a draw after 30 moves by each side without a challenge."""
 
 class Termination(_Termination, metaclass=_TerminationEnumTypeWrapper):
     """Termination is why a match ended."""
@@ -178,6 +188,16 @@ TERMINATION_SCORED: Termination.ValueType  # 22
 """Go: the game was decided by the count after two passes (both players accepted it, or its two-minute
 deadline passed); Result.detail gives the score.
 """
+TERMINATION_FLAG_CAPTURED: Termination.ValueType  # 23
+"""Game of the Generals: the enemy Flag was captured."""
+TERMINATION_FLAG_REACHED: Termination.ValueType  # 24
+"""Game of the Generals: a Flag reached the far rank (with no enemy beside it, or it survived the
+opponent's next move).
+"""
+TERMINATION_PERPETUAL_CHASE: Termination.ValueType  # 25
+"""Game of the Generals: a draw by the 5-move or the 16-move perpetual chase (Result.detail says which)."""
+TERMINATION_NO_CHALLENGES: Termination.ValueType  # 26
+"""Game of the Generals: a draw after 30 moves by each side without a challenge."""
 Global___Termination: _TypeAlias = Termination  # noqa: Y015
 
 class _Settlement:
