@@ -8,6 +8,8 @@ STAMP := $(VENV)/.installed
 # `run`, `test` and the other commands that use the stubs check them against protos/ first.
 PROTO_SOURCES := $(shell find protos -mindepth 1 \( -name '*.proto' -o -type d \))
 PROTOS_STAMP := $(VENV)/.protos-checked
+# Backgammon's C legal-play generator, built in place (optional: without a compiler, pure Python is used).
+NATIVE_STAMP := $(VENV)/.native-built
 # The branch of this clone's git repository `make breaking` compares protos/ with.
 BREAKING_AGAINST ?= main
 
@@ -23,7 +25,12 @@ $(STAMP): pyproject.toml libs/protos/pyproject.toml
 	$(PY) -m pip install --quiet -e ./libs/protos -e ".[dev]"
 	@touch $(STAMP)
 
-setup: $(STAMP) ## create the virtual environment and install everything (done automatically)
+setup: $(STAMP) $(NATIVE_STAMP) ## create the virtual environment and install everything (done automatically)
+
+$(NATIVE_STAMP): $(STAMP) setup.py libs/engines/backgammon/_native.c
+	@$(PY) setup.py --quiet build_ext --inplace >/dev/null 2>&1 \
+	  || echo "warning: backgammon's C generator was not built (no C compiler?): the pure-Python one is used"
+	@touch $@
 
 protos: $(STAMP) ## regenerate the Python and mypy stubs from protos/
 	$(PY) -m tools.gen_protos
@@ -32,7 +39,7 @@ protos: $(STAMP) ## regenerate the Python and mypy stubs from protos/
 # When a .proto (or a folder of protos/: a file added or removed) is newer than the last check, compare the
 # stubs with what the protos generate and regenerate them only if they differ. A fresh clone checks once
 # and leaves its committed stubs untouched. (CI runs check-protos first, so committed drift still fails.)
-$(PROTOS_STAMP): $(STAMP) $(PROTO_SOURCES)
+$(PROTOS_STAMP): $(STAMP) $(NATIVE_STAMP) $(PROTO_SOURCES)
 	@$(PY) -m tools.check_protos >/dev/null 2>&1 || { echo "protos/ changed: regenerating the stubs"; $(PY) -m tools.gen_protos; }
 	@touch $@
 

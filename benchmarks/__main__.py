@@ -16,6 +16,7 @@ BENCHMARKS = {
     "chess": "benchmarks.chess",
     "gin": "benchmarks.gin_engine",
     "backgammon": "benchmarks.backgammon",
+    "backgammon-native": "benchmarks.backgammon_native",
     "go": "benchmarks.go",
     "matchmaking": "benchmarks.matchmaking",
     "gateway_e2e": "benchmarks.gateway_e2e",

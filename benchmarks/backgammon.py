@@ -20,8 +20,8 @@ from skillclassics.fairness.v1 import fairness_pb2
 from skillclassics.rules.v1 import rules_pb2 as rules_pb
 
 from benchmarks.support import chance_rules, concurrent_games, percentile, rss_mib
-from libs.engines.backgammon import BLACK, Position, Variant, legal_plays
-from libs.engines.backgammon.moves import _cached, _generate
+from libs.engines.backgammon import BLACK, Position, Variant, legal_plays, native
+from libs.engines.backgammon.moves import _cached
 from libs.engines.backgammon.notation import _canonical
 from tests.libs.engines.backgammon.reference import random_game_positions
 
@@ -37,6 +37,11 @@ WARM = 4_000
 
 SPREAD = Position.from_counts({1: 1, 2: 1, 3: 1, 4: 1, 24: 11}, {p: 1 for p in range(6, 21)})
 """Hand-made: Black's fifteen checkers one per point from 20 down to 6, nothing in the way."""
+
+
+_generate = _cached.__wrapped__
+"""The generator ``legal_plays`` uses: the C one when it was built (``setup.py``), else pure Python."""
+GENERATOR = "C generator" if native.available else "pure Python (the C generator was not built)"
 
 
 def _cold(position: Position, seat: int, dice: tuple[int, int]) -> float:
@@ -72,7 +77,7 @@ def random_figures() -> list[tuple[str, str]]:
     per_roll = plays / len(cases)
     return [
         (
-            f"legal plays, cold, {len(cases):,} positions from random games with random rolls",
+            f"legal plays ({GENERATOR}), cold, {len(cases):,} positions from random games with random rolls",
             f"{len(cases) / total:,.0f} calls/s ({plays / total:,.0f} plays/s, {per_roll:.1f} plays a roll); "
             f"mean {mean * 1e6:.0f} µs, p50 {p50 * 1e6:.0f} µs, p99 {p99 * 1e6:.0f} µs, "
             f"max {timings[-1] * 1e3:.2f} ms per call",
@@ -98,7 +103,7 @@ def worst_figures() -> list[tuple[str, str]]:
         count = len(_generate(position, seat, die, die))
         figures.append((best, count, label))
     figures.sort(key=lambda figure: -figure[1])
-    what = f"worst doubles, cold, best of {REPEATS}"
+    what = f"worst doubles ({GENERATOR}), cold, best of {REPEATS}"
     return [
         (f"{what}: {label}", f"{count} plays in {best * 1e3:.2f} ms ({best / count * 1e6:.1f} µs per play)")
         for best, count, label in figures

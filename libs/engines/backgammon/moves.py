@@ -17,7 +17,7 @@ See ``docs/backgammon.md`` ("Legal plays") for the rules as implemented.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from operator import neg
@@ -208,7 +208,16 @@ def _by_notation(play: Play) -> str:
     return play.notation
 
 
-_cached = lru_cache(maxsize=512)(_generate)
+def _fastest_generator() -> Callable[[Position, int, int, int], tuple[Play, ...]]:
+    """The C generator (``_native.c``, through ``native.py``) when it was built, else :func:`_generate`:
+    the same plays in the same order (``tests/libs/engines/backgammon/test_native.py``), about ten times
+    faster (docs/backgammon.md, "Legal plays")."""
+    from libs.engines.backgammon import native  # it reads this module's Move, Play and _MOVES
+
+    return native.generate if native.available else _generate
+
+
+_cached = lru_cache(maxsize=512)(_fastest_generator())
 """About 5 MB when full with typical positions (about 19 plays each); a turn lists, checks and shows its
 roll within moments, so recent entries are what matter."""
 

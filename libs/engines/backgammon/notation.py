@@ -230,6 +230,17 @@ def parse_play(text: str, plays: Sequence[Play], *, dice: tuple[int, int] | None
                 f"no play number {number}: {len(plays)} legal plays with {roll}; '?' lists them"
             )
         return plays[number - 1]
+    # A play's own canonical notation (what the view lists and bots send) names it: found directly, not
+    # read and matched against every play's moves (milliseconds with a thousand plays).
+    for play in plays:
+        if play.notation == stripped:
+            return play
+    return _read_and_match(text, stripped, plays, roll)
+
+
+def _read_and_match(text: str, stripped: str, plays: Sequence[Play], roll: str) -> Play:
+    """The play the text names, read as moves and matched against every play's moves (any order, split or
+    merged steps, hits marked or not)."""
     paths = _read(stripped)
     if not plays:
         raise IllegalActionError(f"no legal play with {roll}: the turn is forfeited")
