@@ -36,9 +36,28 @@ class LobbyClocks:
     """What the main time is for, in the message ("per player", "per player for the match")."""
     byo_yomi: tuple[tuple[int, int], ...] = ()
     """Byo-yomi offered after any of the main times, as (periods, seconds per period); none by default."""
+    per_move_seconds: tuple[int, ...] = ()
+    """A per-move clock instead (no main time, a fresh period each move; running out is a strike, the
+    ``strikes``-th loses): the seconds a move may take. When set, it is the only kind offered."""
+    strikes: int = 3
 
     def problem(self, control: rules_pb2.TimeControl) -> str | None:
         """Why ``control`` is not one of these clocks (``None``: it is)."""
+        if self.per_move_seconds:
+            per_move = (
+                control.base_ms == 0
+                and control.periods == self.strikes
+                and control.period_ms in {s * 1000 for s in self.per_move_seconds}
+                and not (control.increment_ms or control.increment_within_ms or control.cap_ms)
+            )
+            if per_move:
+                return None
+            seconds = ", ".join(str(s) for s in self.per_move_seconds)
+            return (
+                f"{self.family} lobby clocks are a fresh {seconds} s per move (base_ms 0, periods "
+                f"{self.strikes}, period_ms the move's time): running out is a strike, strike "
+                f"{self.strikes} loses"
+            )
         main = control.base_ms in {m * MINUTE_MS for m in self.minutes}
         if control.periods or control.period_ms:
             byo_yomi = (control.periods, control.period_ms) in {

@@ -268,8 +268,13 @@ class MatchRecord:
             # draw's event charges the wait to nobody, and the counts go on from there).
             return []
         if self.live_since_ms is None:
-            # Play has not begun: no clock runs and nobody can forfeit; a first move that does not come
-            # in time aborts the match.
+            # Play has not begun: no clock runs and nobody can forfeit. A game that begins in a timed
+            # phase (a setup both seats make at once) has that phase's deadline; otherwise a first move
+            # that does not come in time aborts the match.
+            phase = phase_deadline(family, self.game)
+            if phase is not None and self.phase_since_ms is not None:
+                seat = phase.seat if phase.seat is not None else mover
+                return [Due(self.phase_since_ms + phase.within_ms, "phase", seat)]
             return [Due(self.turn_since_ms + self.setup.first_move_timeout_ms, "first_move", mover)]
         found: list[Due] = []
         phase = phase_deadline(family, self.game)
@@ -337,16 +342,19 @@ def created(family: Family, event: MatchEvent) -> MatchRecord:
     setup = MatchSetup.from_json(event.payload)
     options = family.options_from_json(setup.options)
     seats = len(setup.players)
+    game = family.engine.new_game(options)
     return MatchRecord(
         setup=setup,
         options=options,
-        game=family.engine.new_game(options),
+        game=game,
         clock=Clock.new(setup.time_control, seats),
         sequence=event.sequence,
         last_event=event,
         moves_made=(0,) * seats,
         turn_since_ms=event.at_ms,
         disconnected_since=(event.at_ms,) * seats,
+        # A game that begins in a timed phase (Game of the Generals' setup) is timed by it from creation.
+        phase_since_ms=event.at_ms if phase_deadline(family, game) is not None else None,
     )
 
 
@@ -437,6 +445,10 @@ def _in_phase(family: Family, record: MatchRecord, at_ms: int) -> MatchRecord:
         return replace(record, clock=clock, phase_since_ms=since)
     if record.phase_since_ms is None:
         return record
+    if not record.clock.is_started:
+        # The phase the game began with is over (both seats set up): nobody has moved yet, so no clock
+        # runs; the first mover's no-show count starts now (after the first mover's draw, if one comes).
+        return replace(record, phase_since_ms=None, turn_since_ms=at_ms)
     mover = family.engine.to_move(record.game)
     if (
         clock.is_started

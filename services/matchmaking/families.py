@@ -19,6 +19,7 @@ from libs.match.family import Family
 from libs.runtime.errors import ErrorReason, InvalidArgument, Violation
 from services.rules_backgammon.family import BackgammonFamily
 from services.rules_chess.family import ChessFamily
+from services.rules_generals.family import GeneralsFamily
 from services.rules_gin.family import GinFamily
 from services.rules_go.family import GoFamily
 
@@ -69,7 +70,7 @@ class FamilyRules:
 
 FAMILIES: Mapping[str, FamilyRules] = {
     family.name: FamilyRules(family)
-    for family in (ChessFamily(), BackgammonFamily(), GinFamily(), GoFamily())
+    for family in (ChessFamily(), BackgammonFamily(), GinFamily(), GoFamily(), GeneralsFamily())
 }
 
 

@@ -11,6 +11,7 @@ from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from skillclassics.backgammon.v1 import backgammon_pb2 as _backgammon_pb2
 from skillclassics.chess.v1 import chess_pb2 as _chess_pb2
 from skillclassics.errors.v1 import errors_pb2 as _errors_pb2
+from skillclassics.generals.v1 import generals_pb2 as _generals_pb2
 from skillclassics.gin.v1 import gin_pb2 as _gin_pb2
 from skillclassics.go.v1 import go_pb2 as _go_pb2
 import builtins as _builtins
@@ -311,6 +312,7 @@ class MatchOptions(_message.Message):
     GIN_FIELD_NUMBER: _builtins.int
     BACKGAMMON_FIELD_NUMBER: _builtins.int
     GO_FIELD_NUMBER: _builtins.int
+    GENERALS_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def chess(self) -> _chess_pb2.ChessOptions:
         """Chess options."""
@@ -327,6 +329,10 @@ class MatchOptions(_message.Message):
     def go(self) -> _go_pb2.GoOptions:
         """Go options."""
 
+    @_builtins.property
+    def generals(self) -> _generals_pb2.GeneralsOptions:
+        """Game of the Generals options."""
+
     def __init__(
         self,
         *,
@@ -334,12 +340,13 @@ class MatchOptions(_message.Message):
         gin: _gin_pb2.GinOptions | None = ...,
         backgammon: _backgammon_pb2.BackgammonOptions | None = ...,
         go: _go_pb2.GoOptions | None = ...,
+        generals: _generals_pb2.GeneralsOptions | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["backgammon", b"backgammon", "chess", b"chess", "family", b"family", "gin", b"gin", "go", b"go"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["backgammon", b"backgammon", "chess", b"chess", "family", b"family", "generals", b"generals", "gin", b"gin", "go", b"go"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["backgammon", b"backgammon", "chess", b"chess", "family", b"family", "gin", b"gin", "go", b"go"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["backgammon", b"backgammon", "chess", b"chess", "family", b"family", "generals", b"generals", "gin", b"gin", "go", b"go"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_family: _TypeAlias = _typing.Literal["chess", "gin", "backgammon", "go"]  # noqa: Y015
+    _WhichOneofReturnType_family: _TypeAlias = _typing.Literal["chess", "gin", "backgammon", "go", "generals"]  # noqa: Y015
     _WhichOneofArgType_family: _TypeAlias = _typing.Literal["family", b"family"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_family) -> _WhichOneofReturnType_family | None: ...
 
@@ -356,6 +363,7 @@ class Action(_message.Message):
     GIN_FIELD_NUMBER: _builtins.int
     BACKGAMMON_FIELD_NUMBER: _builtins.int
     GO_FIELD_NUMBER: _builtins.int
+    GENERALS_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def resign(self) -> Global___Resign:
         """Resign the match, on any turn."""
@@ -376,6 +384,10 @@ class Action(_message.Message):
     def go(self) -> _go_pb2.GoAction:
         """A go action."""
 
+    @_builtins.property
+    def generals(self) -> _generals_pb2.GeneralsAction:
+        """A Game of the Generals action."""
+
     def __init__(
         self,
         *,
@@ -384,12 +396,13 @@ class Action(_message.Message):
         gin: _gin_pb2.GinAction | None = ...,
         backgammon: _backgammon_pb2.BackgammonAction | None = ...,
         go: _go_pb2.GoAction | None = ...,
+        generals: _generals_pb2.GeneralsAction | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["backgammon", b"backgammon", "chess", b"chess", "gin", b"gin", "go", b"go", "kind", b"kind", "resign", b"resign"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["backgammon", b"backgammon", "chess", b"chess", "generals", b"generals", "gin", b"gin", "go", b"go", "kind", b"kind", "resign", b"resign"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["backgammon", b"backgammon", "chess", b"chess", "gin", b"gin", "go", b"go", "kind", b"kind", "resign", b"resign"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["backgammon", b"backgammon", "chess", b"chess", "generals", b"generals", "gin", b"gin", "go", b"go", "kind", b"kind", "resign", b"resign"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["resign", "chess", "gin", "backgammon", "go"]  # noqa: Y015
+    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["resign", "chess", "gin", "backgammon", "go", "generals"]  # noqa: Y015
     _WhichOneofArgType_kind: _TypeAlias = _typing.Literal["kind", b"kind"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_kind) -> _WhichOneofReturnType_kind | None: ...
 
@@ -422,6 +435,7 @@ class View(_message.Message):
     GIN_FIELD_NUMBER: _builtins.int
     BACKGAMMON_FIELD_NUMBER: _builtins.int
     GO_FIELD_NUMBER: _builtins.int
+    GENERALS_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def chess(self) -> _chess_pb2.ChessView:
         """The chess view."""
@@ -438,6 +452,10 @@ class View(_message.Message):
     def go(self) -> _go_pb2.GoView:
         """The go view."""
 
+    @_builtins.property
+    def generals(self) -> _generals_pb2.GeneralsView:
+        """The Game of the Generals view (the viewer's own ranks only)."""
+
     def __init__(
         self,
         *,
@@ -445,12 +463,13 @@ class View(_message.Message):
         gin: _gin_pb2.GinView | None = ...,
         backgammon: _backgammon_pb2.BackgammonView | None = ...,
         go: _go_pb2.GoView | None = ...,
+        generals: _generals_pb2.GeneralsView | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["backgammon", b"backgammon", "chess", b"chess", "family", b"family", "gin", b"gin", "go", b"go"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["backgammon", b"backgammon", "chess", b"chess", "family", b"family", "generals", b"generals", "gin", b"gin", "go", b"go"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["backgammon", b"backgammon", "chess", b"chess", "family", b"family", "gin", b"gin", "go", b"go"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["backgammon", b"backgammon", "chess", b"chess", "family", b"family", "generals", b"generals", "gin", b"gin", "go", b"go"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_family: _TypeAlias = _typing.Literal["chess", "gin", "backgammon", "go"]  # noqa: Y015
+    _WhichOneofReturnType_family: _TypeAlias = _typing.Literal["chess", "gin", "backgammon", "go", "generals"]  # noqa: Y015
     _WhichOneofArgType_family: _TypeAlias = _typing.Literal["family", b"family"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_family) -> _WhichOneofReturnType_family | None: ...
 
@@ -1388,8 +1407,8 @@ class GetRecordResponse(_message.Message):
     record: _builtins.str
     """The game in the family's notation: PGN for chess."""
     record_format: _builtins.str
-    """The format of record: "pgn" for chess, "txt" for gin rummy, "mat" for backgammon (a gnubg match
-    file), "sgf" for go.
+    """The format of record: "pgn" for chess, "txt" for gin rummy and Game of the Generals (docs/generals.md,
+    "Record"), "mat" for backgammon (a gnubg match file), "sgf" for go.
     """
     fairness_commitment: _builtins.str
     """The match's fairness commitment and its version, as announced before the match (empty and 0 for
