@@ -144,7 +144,10 @@ def parse_record(text: str) -> GeneralsRecord:
 
     :raises ValueError: not such a record (the message names the line).
     """
-    lines = [line.rstrip() for line in text.splitlines() if line.strip()]
+    # Blank lines and comment lines (``# ...``: the service's header of players, date and clock) are skipped.
+    lines = [
+        line.rstrip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")
+    ]
     if not lines or lines[0].strip() != HEADER:
         raise ValueError(f"a Generals record starts with {HEADER!r}")
     arrangements: list[Placements] = []
