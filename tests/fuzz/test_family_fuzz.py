@@ -9,7 +9,8 @@ with a draw offer pending, and finished games (mate, agreed draw); gin rummy wai
 the upcard offer, mid-hand (reached by a random walk of legal actions from a drawn shuffle) and over.
 Backgammon in every phase (a money game, one with the cube and beavers, a match to 3, hypergammon with
 automatic bear-off), reached by random walks with seeded dice. Go on 9x9 and 13x13 with a handicap: the
-start, mid-game (with a ko), the count (one seat accepted or none) and over.
+start, mid-game (with a ko), the count (one seat accepted or none) and over. Game of the Generals in the
+setup (empty, one seat ready), in play (with a draw offer pending) and at the end.
 Actions: random text, UCI- and SAN-shaped strings, the draw words, gin's words with every card and
 some that are not cards, backgammon's words and play-shaped text, go's words and point-shaped text (on
 and off the board), and the legal actions of either seat
@@ -492,6 +493,93 @@ def test_go_actions_are_applied_or_refused(name: str, data: st.DataObject) -> No
 @fuzz(200)
 def test_go_parser_reads_or_says_malformed(text: str) -> None:
     from libs.engines.go import parse_action
+
+    try:
+        action = parse_action(text)
+    except MalformedActionError:
+        return
+    assert parse_action(action) == action  # what it read, it reads back
+
+
+# -- Game of the Generals ------------------------------------------------------------------------------------
+
+MOVE_LIKE = r"\A ?[a-kA-K][0-9]-?[a-kA-K][0-9] ?\Z"
+"""Move-shaped text: two squares, on the board or off it, with or without the dash."""
+GENERALS_WORDS = (
+    "ready", "draw", "accept", "decline", "resign", "setup", "setup a1=FLG", "setup a1=flg b1=PVT",
+    "setup a9=FLG", "setup a1=XYZ", "setup a1=FLG a1=PVT", "setup a7=FLG", "b3-b4", "b3-c4", "a1-a9",
+)  # fmt: skip
+
+
+def _generals_states() -> dict[str, Any]:
+    """The setup (empty, one seat ready), play after a few random moves, with a draw offer pending, and
+    over: from random walks with seeded setups and draws."""
+    import random
+
+    from libs.engines.generals import GENERALS, Phase
+    from tests.libs.engines.generals.helpers import FULL_BLACK, FULL_WHITE, random_setup
+
+    states: dict[str, Any] = {"setup": GENERALS.new_game()}
+    ready = GENERALS.apply(GENERALS.new_game(), 1, f"setup {FULL_BLACK}", CONTEXT)
+    states["setup-one-ready"] = GENERALS.apply(ready, 1, "ready", CONTEXT)
+    rng = random.Random(2026)
+    for name in ("a", "b"):
+        state = GENERALS.new_game()
+        for seat in (0, 1):
+            text = FULL_WHITE if (seat == 0 and name == "a") else random_setup(rng, seat)
+            state = GENERALS.apply(state, seat, f"setup {text}", CONTEXT)
+            state = GENERALS.apply(state, seat, "ready", CONTEXT)
+        request = GENERALS.chance_needed(state)
+        assert request is not None
+        state = GENERALS.apply_chance(state, request, (rng.randrange(2),))
+        for ply in range(120):
+            if state.phase is not Phase.PLAY:
+                break
+            seat = GENERALS.to_move(state)
+            assert seat is not None
+            moves = [a for a in GENERALS.legal_actions(state, seat) if "-" in a]
+            if ply % 30 == 10:
+                states[f"play-{name}-{ply}"] = state
+            if ply == 60 and "draw" in GENERALS.legal_actions(state, seat):
+                states[f"offer-{name}"] = GENERALS.apply(state, seat, "draw", CONTEXT)
+            state = GENERALS.apply(state, seat, rng.choice(moves), CONTEXT)
+        states[f"end-{name}-{state.phase.value}"] = state
+    return states
+
+
+GENERALS_STATES = _generals_states()
+
+
+@pytest.mark.parametrize("name", sorted(GENERALS_STATES))
+@fuzz(40)
+@given(data=st.data())
+def test_generals_actions_are_applied_or_refused(name: str, data: st.DataObject) -> None:
+    from libs.engines.generals import GENERALS
+
+    state = GENERALS_STATES[name]
+    seat = data.draw(st.sampled_from((0, 1)), label="seat")
+    legal = [*GENERALS.legal_actions(state, 0), *GENERALS.legal_actions(state, 1)]
+    shaped = st.one_of(
+        st.from_regex(MOVE_LIKE),
+        st.sampled_from(GENERALS_WORDS),
+        *([st.sampled_from(legal)] if legal else []),
+    )
+    text = data.draw(st.one_of(texts(), shaped, shaped), label="action")
+    before = copy.deepcopy(state)
+    try:
+        after = GENERALS.apply(state, seat, text, CONTEXT)
+    except REFUSALS:
+        assert state == before, "a refused action changed the state"
+        return
+    assert state == before, "applying an action changed its state"
+    if not text.strip().lower().startswith("setup"):  # the same arrangement sent again changes nothing
+        assert after != state
+
+
+@given(text=st.one_of(texts(), st.from_regex(MOVE_LIKE), st.sampled_from(GENERALS_WORDS)))
+@fuzz(200)
+def test_generals_parser_reads_or_says_malformed(text: str) -> None:
+    from libs.engines.generals import parse_action
 
     try:
         action = parse_action(text)
