@@ -56,6 +56,7 @@ from skillclassics.rules.v1 import rules_pb2
 
 from clients.fairness import FairnessBook, FairnessCheck, MatchFairness, check_proof
 from clients.families import UnknownFamily, family_of_match
+from libs.engines.generals import formation_to_setup
 from libs.fairness import Proof
 from libs.runtime.errors import SERVICE_METADATA, Problem, Violation
 
@@ -467,6 +468,46 @@ class PlayerSession:
             self._stub.GetMatchHistory, gw.GetMatchHistoryRequest(family=family), repeatable=True
         )
         return list(reply.matches)
+
+    # -- formations (Game of the Generals) --------------------------------------------------------------
+
+    async def save_formation(self, name: str, formation: str) -> tuple[mm.Formation, bool]:
+        """Save ``formation`` (placements in the player's own orientation, ``a1=FLG b1=PVT ...``; see
+        ``docs/generals.md``, "Formations") as ``name``, replacing the player's formation of that name:
+        the formation as stored (its canonical text) and whether it replaced one. A formation that is not
+        a legal complete setup is refused with ``INVALID_FORMATION``, each reason in
+        :attr:`GatewayError.violations` (field ``formation``); a new name past the player's 50
+        formations with ``FORMATION_LIMIT_REACHED``. Repeating a save is harmless, so it is retried."""
+        reply: gw.SaveFormationResponse = await self._call(
+            self._stub.SaveFormation,
+            gw.SaveFormationRequest(name=name, formation=formation),
+            repeatable=True,
+        )
+        return reply.formation, reply.replaced
+
+    async def list_formations(self) -> list[mm.Formation]:
+        """The player's saved formations, by name."""
+        reply: gw.ListFormationsResponse = await self._call(
+            self._stub.ListFormations, gw.ListFormationsRequest(), repeatable=True
+        )
+        return list(reply.formations)
+
+    async def delete_formation(self, name: str) -> mm.Formation:
+        """Delete the player's formation ``name`` (``FORMATION_NOT_FOUND`` when there is none); the
+        formation as it was. Not repeated (a repeat of a delete that worked would be refused)."""
+        reply: gw.DeleteFormationResponse = await self._call(
+            self._stub.DeleteFormation, gw.DeleteFormationRequest(name=name), repeatable=False
+        )
+        return reply.formation
+
+    async def formation_setup(self, name: str, seat: int) -> str:
+        """The placements (board squares) the player's saved formation ``name`` gives ``seat`` (0 White,
+        1 Black): the text to send after ``setup``, or to edit first. :class:`KeyError` when the player
+        has no formation of that name."""
+        for formation in await self.list_formations():
+            if formation.name == name:
+                return formation_to_setup(formation.formation, seat)
+        raise KeyError(name)
 
     # -- tables and the queue ----------------------------------------------------------------------------
 

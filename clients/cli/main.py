@@ -10,6 +10,8 @@ Commands (see ``docs/cli.md``):
 * ``login PLAYER``: mint a development token with the stack's key and keep it for the other commands.
 * ``whoami``, ``ratings``, ``tables``, ``create``, ``join TABLE_ID``, ``queue``: the lobby, through the
   gateway (``create --wait``, ``join`` and ``queue`` then play the match).
+* ``formations [list | save NAME FILE | delete NAME]``: the player's saved Game of the Generals
+  formations.
 * ``play MATCH_ID``: the interactive board; ``watch MATCH_ID``: follow a match as a spectator;
   ``record MATCH_ID``: a finished match's record (PGN for chess, MAT for backgammon).
 * ``bot``: a bot that finds a game and plays it (``--games N`` in a row).
@@ -456,6 +458,55 @@ async def _run_ratings(args: argparse.Namespace) -> int:
         _say("no rated games yet (everyone starts at 1500)")
     for rating in reply.ratings:
         _say(f"{rating.family}: {rating.rating} after {rating.games} games")
+    return EXIT_OK
+
+
+# --- formations ---
+
+
+def _register_formations(subparsers: SubParsers) -> None:
+    parser = subparsers.add_parser(
+        "formations",
+        help="your saved Game of the Generals formations: list, save NAME FILE, delete NAME",
+        description="List, save or delete your saved Game of the Generals formations. A formation is "
+        "placements in your own orientation (row 1 your back row), like 'a1=FLG b1=PVT ...': "
+        "see docs/generals.md.",
+    )
+    actions = parser.add_subparsers(dest="formations_action", metavar="ACTION")
+    actions.add_parser("list", help="list them (the default)")
+    save = actions.add_parser("save", help="save FILE ('-': standard input) as NAME, replacing NAME")
+    save.add_argument("name", metavar="NAME")
+    save.add_argument("file", metavar="FILE")
+    delete = actions.add_parser("delete", help="delete NAME")
+    delete.add_argument("name", metavar="NAME")
+    _gateway_options(parser)
+    for sub in actions.choices.values():  # after the action too; not unset there when given before it
+        sub.add_argument("--gateway", metavar="HOST:PORT", default=argparse.SUPPRESS, help="as above")
+        sub.add_argument("--token", default=argparse.SUPPRESS, help="as above")
+    parser.set_defaults(async_handler=_run_formations)
+
+
+async def _run_formations(args: argparse.Namespace) -> int:
+    action = args.formations_action or "list"
+    text = ""
+    if action == "save":
+        try:
+            text = _read_input(args.file).decode("utf-8")
+        except UnicodeDecodeError:
+            raise CommandError(f"{args.file} is not UTF-8 text") from None
+    async with _session(args) as session:
+        if action == "save":
+            formation, replaced = await session.save_formation(args.name, text)
+            _say(f"{'replaced' if replaced else 'saved'} {formation.name}: {formation.formation}")
+        elif action == "delete":
+            formation = await session.delete_formation(args.name)
+            _say(f"deleted {formation.name}: {formation.formation}")
+        else:
+            formations = await session.list_formations()
+            if not formations:
+                _say("no saved formations")
+            for formation in formations:
+                _say(f"{formation.name}: {formation.formation}")
     return EXIT_OK
 
 
@@ -1159,6 +1210,7 @@ COMMANDS: Final[tuple[Callable[[SubParsers], None], ...]] = (
     _register_login,
     _register_whoami,
     _register_ratings,
+    _register_formations,
     _register_tables,
     _register_create,
     _register_join,

@@ -251,3 +251,15 @@ mm_matches = Table(
     Index("ix_mm_matches_player0", "player0"),
     Index("ix_mm_matches_player1", "player1"),
 )
+
+# Players' saved Game of the Generals formations (docs/matchmaking.md, "Formations"): at most 50 a player,
+# each in its canonical text (the owner's orientation; libs.engines.generals.formation).
+mm_formations = Table(
+    "mm_formations",
+    metadata,
+    Column("player_id", String(128), primary_key=True),
+    Column("name", String(64), primary_key=True),
+    Column("text", Text, nullable=False),
+    Column("created_at_ms", BigInteger, nullable=False),
+    Column("updated_at_ms", BigInteger, nullable=False),
+)

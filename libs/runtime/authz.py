@@ -129,6 +129,10 @@ POLICY: dict[str, Rule] = {
     _MATCHMAKING + "ReportResult": {RULES: _OWNER},
     _MATCHMAKING + "GetRatings": {GATEWAY: None, OPERATOR: None},
     _MATCHMAKING + "GetMatchHistory": {GATEWAY: None, OPERATOR: None},
+    # A player's saved formations are theirs alone: only the gateway, for its authenticated player.
+    _MATCHMAKING + "SaveFormation": {GATEWAY: None},
+    _MATCHMAKING + "ListFormations": {GATEWAY: None},
+    _MATCHMAKING + "DeleteFormation": {GATEWAY: None},
     # The gateway is the players' door: each method checks the player's bearer token itself.
     **{
         _GATEWAY + name: {ANYONE: None}
@@ -143,6 +147,9 @@ POLICY: dict[str, Rule] = {
             "WatchLobby",
             "GetRatings",
             "GetMatchHistory",
+            "SaveFormation",
+            "ListFormations",
+            "DeleteFormation",
             "SubmitAction",
             "WatchMatch",
             "GetMatch",

@@ -586,6 +586,32 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         reply = await self._lobby("GetMatchHistory", forwarded, context)
         return pb.GetMatchHistoryResponse(matches=reply.matches)
 
+    @_admitted(Priority.NEW_WORK)
+    async def SaveFormation(
+        self, request: pb.SaveFormationRequest, context: grpc.aio.ServicerContext
+    ) -> pb.SaveFormationResponse:
+        forwarded = mm_pb.SaveFormationRequest(
+            player_id=self._player(context), name=request.name, formation=request.formation
+        )
+        reply = await self._lobby("SaveFormation", forwarded, context)
+        return pb.SaveFormationResponse(formation=reply.formation, replaced=reply.replaced)
+
+    @_admitted(Priority.PLAY)  # read to set up a match being played (the setup phase has a deadline)
+    async def ListFormations(
+        self, request: pb.ListFormationsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ListFormationsResponse:
+        forwarded = mm_pb.ListFormationsRequest(player_id=self._player(context))
+        reply = await self._lobby("ListFormations", forwarded, context)
+        return pb.ListFormationsResponse(formations=reply.formations)
+
+    @_admitted(Priority.NEW_WORK)
+    async def DeleteFormation(
+        self, request: pb.DeleteFormationRequest, context: grpc.aio.ServicerContext
+    ) -> pb.DeleteFormationResponse:
+        forwarded = mm_pb.DeleteFormationRequest(player_id=self._player(context), name=request.name)
+        reply = await self._lobby("DeleteFormation", forwarded, context)
+        return pb.DeleteFormationResponse(formation=reply.formation)
+
     # -- play ----------------------------------------------------------------------------------------------
 
     @_admitted(Priority.PLAY)

@@ -10,8 +10,9 @@ from skillclassics.matchmaking.v1 import matchmaking_pb2 as pb
 from skillclassics.matchmaking.v1 import matchmaking_pb2_grpc
 from skillclassics.rules.v1 import rules_pb2
 
+from libs.engines.generals import check_formation, parse_formation, placements_text
 from libs.pairing import Seeker
-from libs.runtime.errors import ErrorReason, InvalidArgument
+from libs.runtime.errors import ErrorReason, InvalidArgument, Violation
 from services.matchmaking.currencies import currency_problem
 from services.matchmaking.families import FamilyRules, family_rules
 from services.matchmaking.matchmaker import Matchmaker, fairness_fields
@@ -72,6 +73,29 @@ def table_proto(row: dict[str, Any]) -> pb.Table:
         status=_STATUS[row["status"]],
         match_id=row["match_id"] or "",
         created_at_ms=row["created_at_ms"],
+    )
+
+
+def canonical_formation(text: str) -> str:
+    """``text`` as a formation is stored: its canonical text (square order, lower-case squares, upper-case
+    ranks). ``InvalidArgument`` (``INVALID_FORMATION``), each of the engine's reasons a violation of
+    ``formation``, unless it is a legal complete setup (docs/generals.md, "Formations")."""
+    reasons = check_formation(text, complete=True)
+    if reasons:
+        raise InvalidArgument(
+            f"not a legal formation: {'; '.join(reasons)}",
+            reason=ErrorReason.ERROR_REASON_INVALID_FORMATION,
+            violations=[Violation("formation", reason) for reason in reasons],
+        )
+    return placements_text(parse_formation(text))
+
+
+def formation_proto(row: dict[str, Any]) -> pb.Formation:
+    return pb.Formation(
+        name=row["name"],
+        formation=row["text"],
+        created_at_ms=row["created_at_ms"],
+        updated_at_ms=row["updated_at_ms"],
     )
 
 
@@ -289,3 +313,24 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
                 entry.rating_before, entry.rating_after = match["rating_change"]
             played.append(entry)
         return pb.GetMatchHistoryResponse(matches=played)
+
+    async def SaveFormation(
+        self, request: pb.SaveFormationRequest, context: grpc.aio.ServicerContext
+    ) -> pb.SaveFormationResponse:
+        text = canonical_formation(request.formation)  # the name's rules are the contract's
+        row, replaced = await self._store.save_formation(
+            request.player_id, request.name, text, self._mm.time.now_ms()
+        )
+        return pb.SaveFormationResponse(formation=formation_proto(row), replaced=replaced)
+
+    async def ListFormations(
+        self, request: pb.ListFormationsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ListFormationsResponse:
+        rows = await self._store.formations(request.player_id)
+        return pb.ListFormationsResponse(formations=[formation_proto(row) for row in rows])
+
+    async def DeleteFormation(
+        self, request: pb.DeleteFormationRequest, context: grpc.aio.ServicerContext
+    ) -> pb.DeleteFormationResponse:
+        row = await self._store.delete_formation(request.player_id, request.name)
+        return pb.DeleteFormationResponse(formation=formation_proto(row))

@@ -1,4 +1,4 @@
-"""Matchmaking's state in the database: tables, who is busy, the queue, matches and ratings.
+"""Matchmaking's state in the database: tables, who is busy, the queue, matches, ratings and formations.
 
 Every rule that matters under concurrency is enforced by the database, not by a check-then-act in
 memory: a player is busy at most once (``mm_activity``'s primary key), the last seat of a table is taken
@@ -28,6 +28,7 @@ from libs.persistence import Database
 from libs.persistence.group_commit import GroupCommitter
 from libs.persistence.schema import (
     mm_activity,
+    mm_formations,
     mm_matches,
     mm_queue,
     mm_rating_changes,
@@ -38,6 +39,8 @@ from libs.ratings import INITIAL_RATING, PlayerRating, rate
 from libs.runtime.errors import AlreadyExists, ErrorReason, FailedPrecondition, InvalidArgument, NotFound
 
 T = TypeVar("T")
+MAX_FORMATIONS = 50
+"""The most formations one player may keep (a new name past it is refused; replacing one is not)."""
 SHUTTING_DOWN = "matchmaking is shutting down and takes no more changes; try again"
 """Why a write is refused (``UNAVAILABLE``) once the store is closed."""
 
@@ -469,6 +472,76 @@ class MatchmakingStore:
         for match in matches:
             match["rating_change"] = by_match.get(match["match_id"])
         return matches
+
+    # -- formations ----------------------------------------------------------------------------------
+
+    async def save_formation(
+        self, player_id: str, name: str, text: str, now_ms: int
+    ) -> tuple[dict[str, Any], bool]:
+        """Store ``text`` (a checked formation, in its canonical text) as ``player_id``'s formation
+        ``name``, replacing the one of that name; the row stored and whether it replaced one.
+
+        :raises FailedPrecondition: the name is new and the player has :data:`MAX_FORMATIONS` already.
+            (The count and the insert are one unit: the committer runs units one after another, so two
+            saves at once cannot both take the last place.)
+        """
+        key = (mm_formations.c.player_id == player_id, mm_formations.c.name == name)
+
+        def work(conn: Connection) -> tuple[dict[str, Any], bool]:
+            found = conn.execute(select(mm_formations).where(*key).with_for_update()).first()
+            if found is not None:
+                conn.execute(update(mm_formations).where(*key).values(text=text, updated_at_ms=now_ms))
+                return {**found._mapping, "text": text, "updated_at_ms": now_ms}, True
+            kept = conn.scalar(
+                select(func.count()).select_from(mm_formations).where(mm_formations.c.player_id == player_id)
+            )
+            if (kept or 0) >= MAX_FORMATIONS:
+                raise FailedPrecondition(
+                    f"you have {kept} saved formations, the most a player may keep: delete one, or save "
+                    "under the name of one you have, to save this one",
+                    reason=ErrorReason.ERROR_REASON_FORMATION_LIMIT_REACHED,
+                    metadata={"limit": str(MAX_FORMATIONS)},
+                )
+            row = {
+                "player_id": player_id,
+                "name": name,
+                "text": text,
+                "created_at_ms": now_ms,
+                "updated_at_ms": now_ms,
+            }
+            conn.execute(insert(mm_formations).values(row))
+            return row, False
+
+        try:
+            return await self._write(work)
+        except IntegrityError:  # another process inserted the same name meanwhile: replace it now
+            return await self._write(work)
+
+    async def formations(self, player_id: str) -> list[dict[str, Any]]:
+        """``player_id``'s formations by name: ignoring case first, then in code point order (the same
+        order on every database, whatever its collation)."""
+        query = select(mm_formations).where(mm_formations.c.player_id == player_id)
+        rows = await self._read(lambda conn: [dict(r._mapping) for r in conn.execute(query)])
+        return sorted(rows, key=lambda row: (row["name"].casefold(), row["name"]))
+
+    async def delete_formation(self, player_id: str, name: str) -> dict[str, Any]:
+        """Remove ``player_id``'s formation ``name``; the row as it was.
+
+        :raises NotFound: the player has no formation of that name.
+        """
+        key = (mm_formations.c.player_id == player_id, mm_formations.c.name == name)
+
+        def work(conn: Connection) -> dict[str, Any]:
+            found = conn.execute(select(mm_formations).where(*key).with_for_update()).first()
+            if found is None or conn.execute(delete(mm_formations).where(*key)).rowcount != 1:
+                raise NotFound(
+                    f"you have no formation named {name!r}",
+                    reason=ErrorReason.ERROR_REASON_FORMATION_NOT_FOUND,
+                    metadata={"name": name},
+                )
+            return dict(found._mapping)
+
+        return await self._write(work)
 
     # -- helpers -------------------------------------------------------------------------------------
 

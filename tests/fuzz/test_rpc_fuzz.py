@@ -88,6 +88,19 @@ GIN_ACTIONS = (
     "discard 10C",
 )
 
+FORMATIONS = (
+    "a1=FLG b1=SPY c1=SPY d1=PVT e1=PVT f1=PVT g1=PVT h1=PVT i1=PVT "
+    "a2=5* b2=4* c2=3* d2=2* e2=1* f2=COL g2=LTC h2=MAJ i2=CPT a3=1LT b3=2LT c3=SGT",
+    "c3=sgt b3=2lt a3=1lt i2=cpt h2=maj g2=ltc f2=col e2=1* d2=2* c2=3* b2=4* a2=5* "
+    "i1=pvt h1=pvt g1=pvt f1=pvt e1=pvt d1=pvt c1=spy b1=spy a1=flg",
+    "a4=PVT a1=FLG b1=FLG",
+    "a1=FLG",
+    "a1=FLG a1=SPY",
+    "a1=KING zz",
+)
+"""Game of the Generals formations: two legal (one as typed), four not."""
+FORMATION_NAMES = st.sampled_from(("Wall", "wall", "f1", "Blitz left-flank v2"))
+
 
 def match_ids(family: str, shard: int) -> list[str]:
     return [f"{family}.{shard}.fz{i}" for i in range(3)]
@@ -191,6 +204,11 @@ COMMON: dict[str, st.SearchStrategy[Any]] = {
     "client_seed_window_ms": st.just(0),
     "first_move_timeout_ms": st.sampled_from((0, 1, 50, 60_000)),
     "disconnect_forfeit_ms": st.sampled_from((0, 1, 50, 60_000)),
+    "SaveFormationRequest.name": FORMATION_NAMES,
+    "DeleteFormationRequest.name": FORMATION_NAMES,
+    "SaveFormationRequest.formation": weighted(
+        (2, st.sampled_from(FORMATIONS[:2])), (1, st.sampled_from(FORMATIONS[2:]))
+    ),
 }
 """Plausible values of the fields that name things or must fit together (a hostile message draws from
 these or from anything of the field's type)."""

@@ -59,6 +59,11 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     """
     ERROR_REASON_UNKNOWN_FAMILY: _ErrorReason.ValueType  # 11
     """The game family named is not one this platform offers."""
+    ERROR_REASON_INVALID_FORMATION: _ErrorReason.ValueType  # 12
+    """A Game of the Generals formation that is not a legal complete setup (unreadable, a square outside rows
+    1-3 or used twice, too many pieces of a rank, fewer than 21 pieces); the BadRequest detail gives each
+    reason as a violation of the formation field.
+    """
     ERROR_REASON_TOKEN_MISSING: _ErrorReason.ValueType  # 20
     """No bearer token in the call's metadata, or not one "authorization: Bearer <token>" header."""
     ERROR_REASON_TOKEN_INVALID: _ErrorReason.ValueType  # 21
@@ -79,6 +84,8 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     """The family named, or the shard a match id names, is not served here."""
     ERROR_REASON_NO_FAIRNESS_STREAM: _ErrorReason.ValueType  # 43
     """The match has no fairness stream (a family without chance, such as chess)."""
+    ERROR_REASON_FORMATION_NOT_FOUND: _ErrorReason.ValueType  # 45
+    """The player has no saved formation of this name."""
     ERROR_REASON_IDEMPOTENCY_KEY_REUSED: _ErrorReason.ValueType  # 50
     """The idempotency key was used before for a different request."""
     ERROR_REASON_ALREADY_EXISTS: _ErrorReason.ValueType  # 51
@@ -102,6 +109,10 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     ERROR_REASON_WRONG_STATE: _ErrorReason.ValueType  # 68
     """A request that does not fit the state of what it names (a match id of another shard, a draw out of
     order, a timer that has not expired).
+    """
+    ERROR_REASON_FORMATION_LIMIT_REACHED: _ErrorReason.ValueType  # 69
+    """The player has as many saved formations as a player may keep (50): a new name is refused until one
+    is deleted (replacing a formation of an existing name is still allowed). Waiting does not help.
     """
     ERROR_REASON_RATE_LIMITED: _ErrorReason.ValueType  # 70
     """The caller sent too many calls or actions; RetryInfo says how long to wait."""
@@ -159,6 +170,11 @@ aborted match, a Play stream whose first message is not an open).
 """
 ERROR_REASON_UNKNOWN_FAMILY: ErrorReason.ValueType  # 11
 """The game family named is not one this platform offers."""
+ERROR_REASON_INVALID_FORMATION: ErrorReason.ValueType  # 12
+"""A Game of the Generals formation that is not a legal complete setup (unreadable, a square outside rows
+1-3 or used twice, too many pieces of a rank, fewer than 21 pieces); the BadRequest detail gives each
+reason as a violation of the formation field.
+"""
 ERROR_REASON_TOKEN_MISSING: ErrorReason.ValueType  # 20
 """No bearer token in the call's metadata, or not one "authorization: Bearer <token>" header."""
 ERROR_REASON_TOKEN_INVALID: ErrorReason.ValueType  # 21
@@ -179,6 +195,8 @@ ERROR_REASON_FAMILY_NOT_SERVED: ErrorReason.ValueType  # 42
 """The family named, or the shard a match id names, is not served here."""
 ERROR_REASON_NO_FAIRNESS_STREAM: ErrorReason.ValueType  # 43
 """The match has no fairness stream (a family without chance, such as chess)."""
+ERROR_REASON_FORMATION_NOT_FOUND: ErrorReason.ValueType  # 45
+"""The player has no saved formation of this name."""
 ERROR_REASON_IDEMPOTENCY_KEY_REUSED: ErrorReason.ValueType  # 50
 """The idempotency key was used before for a different request."""
 ERROR_REASON_ALREADY_EXISTS: ErrorReason.ValueType  # 51
@@ -202,6 +220,10 @@ ERROR_REASON_DRAWS_STARTED: ErrorReason.ValueType  # 67
 ERROR_REASON_WRONG_STATE: ErrorReason.ValueType  # 68
 """A request that does not fit the state of what it names (a match id of another shard, a draw out of
 order, a timer that has not expired).
+"""
+ERROR_REASON_FORMATION_LIMIT_REACHED: ErrorReason.ValueType  # 69
+"""The player has as many saved formations as a player may keep (50): a new name is refused until one
+is deleted (replacing a formation of an existing name is still allowed). Waiting does not help.
 """
 ERROR_REASON_RATE_LIMITED: ErrorReason.ValueType  # 70
 """The caller sent too many calls or actions; RetryInfo says how long to wait."""

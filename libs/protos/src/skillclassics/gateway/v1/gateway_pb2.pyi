@@ -640,6 +640,162 @@ class GetMatchHistoryResponse(_message.Message):
 Global___GetMatchHistoryResponse: _TypeAlias = GetMatchHistoryResponse  # noqa: Y015
 
 @_typing.final
+class SaveFormationRequest(_message.Message):
+    """SaveFormationRequest stores a formation of the caller's under a name (matchmaking SaveFormationRequest
+    without player_id; same rules and errors).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    FORMATION_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """Required: the formation's name, 1-64 characters: words of A-Z a-z 0-9 . _ - separated by single
+    spaces, no space first or last ("Blitz left-flank v2").
+    Rules: required; 1-64 characters; pattern ^[A-Za-z0-9._-]+( [A-Za-z0-9._-]+)*$.
+    """
+    formation: _builtins.str
+    """Required: the formation, as placements "square=RANK" separated by white space, squares a1-i3 (rows 1-3
+    of the caller's own orientation: row 1 the back row), squares and ranks in any case, in any order. It
+    must be a legal complete setup of the 21 pieces (INVALID_ARGUMENT, INVALID_FORMATION, otherwise, with
+    each reason as a field violation of formation); it is stored in its canonical text.
+    Rules: required; 1-1024 characters.
+    """
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        formation: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["formation", b"formation", "name", b"name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SaveFormationRequest: _TypeAlias = SaveFormationRequest  # noqa: Y015
+
+@_typing.final
+class SaveFormationResponse(_message.Message):
+    """SaveFormationResponse is the formation as stored."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FORMATION_FIELD_NUMBER: _builtins.int
+    REPLACED_FIELD_NUMBER: _builtins.int
+    replaced: _builtins.bool
+    """True when it replaced a formation of the same name; false when the name is new."""
+    @_builtins.property
+    def formation(self) -> _matchmaking_pb2.Formation:
+        """The formation saved, in its canonical text."""
+
+    def __init__(
+        self,
+        *,
+        formation: _matchmaking_pb2.Formation | None = ...,
+        replaced: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["formation", b"formation"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["formation", b"formation", "replaced", b"replaced"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SaveFormationResponse: _TypeAlias = SaveFormationResponse  # noqa: Y015
+
+@_typing.final
+class ListFormationsRequest(_message.Message):
+    """ListFormationsRequest takes no fields: the caller's formations are returned."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListFormationsRequest: _TypeAlias = ListFormationsRequest  # noqa: Y015
+
+@_typing.final
+class ListFormationsResponse(_message.Message):
+    """ListFormationsResponse is the caller's saved formations."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FORMATIONS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def formations(self) -> _containers.RepeatedCompositeFieldContainer[_matchmaking_pb2.Formation]:
+        """Every formation the caller has saved (at most 50; empty for none), by name: ignoring case first, then
+        in code point order.
+        """
+
+    def __init__(
+        self,
+        *,
+        formations: _abc.Iterable[_matchmaking_pb2.Formation] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["formations", b"formations"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListFormationsResponse: _TypeAlias = ListFormationsResponse  # noqa: Y015
+
+@_typing.final
+class DeleteFormationRequest(_message.Message):
+    """DeleteFormationRequest removes one of the caller's saved formations."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """Required: the formation's name, exactly as saved (NOT_FOUND, FORMATION_NOT_FOUND, when the caller has
+    none of that name).
+    Rules: required; 1-64 characters; pattern ^[A-Za-z0-9._-]+( [A-Za-z0-9._-]+)*$.
+    """
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteFormationRequest: _TypeAlias = DeleteFormationRequest  # noqa: Y015
+
+@_typing.final
+class DeleteFormationResponse(_message.Message):
+    """DeleteFormationResponse is the formation removed."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FORMATION_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def formation(self) -> _matchmaking_pb2.Formation:
+        """The formation as it was (saving it again restores it, with new times)."""
+
+    def __init__(
+        self,
+        *,
+        formation: _matchmaking_pb2.Formation | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["formation", b"formation"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["formation", b"formation"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteFormationResponse: _TypeAlias = DeleteFormationResponse  # noqa: Y015
+
+@_typing.final
 class SubmitActionRequest(_message.Message):
     """SubmitActionRequest plays one action for the caller's seat. Illegal or out-of-turn actions are
     FAILED_PRECONDITION, unreadable ones INVALID_ARGUMENT, a caller not seated PERMISSION_DENIED.
@@ -895,8 +1051,8 @@ class GetRecordResponse(_message.Message):
     record: _builtins.str
     """The game in the family's notation: PGN for chess."""
     record_format: _builtins.str
-    """The format of record: "pgn" for chess, "txt" for gin rummy, "mat" for backgammon (a gnubg match
-    file), "sgf" for go.
+    """The format of record: "pgn" for chess, "txt" for gin rummy and Game of the Generals, "mat" for
+    backgammon (a gnubg match file), "sgf" for go.
     """
     fairness_commitment: _builtins.str
     """The match's fairness commitment and its version, as announced before the match (empty and 0 for

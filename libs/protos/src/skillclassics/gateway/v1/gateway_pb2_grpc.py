@@ -91,6 +91,21 @@ class GatewayServiceStub:
                 request_serializer=skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.GetMatchHistoryRequest.SerializeToString,
                 response_deserializer=skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.GetMatchHistoryResponse.FromString,
                 _registered_method=True)
+        self.SaveFormation = channel.unary_unary(
+                '/skillclassics.gateway.v1.GatewayService/SaveFormation',
+                request_serializer=skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.SaveFormationRequest.SerializeToString,
+                response_deserializer=skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.SaveFormationResponse.FromString,
+                _registered_method=True)
+        self.ListFormations = channel.unary_unary(
+                '/skillclassics.gateway.v1.GatewayService/ListFormations',
+                request_serializer=skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.ListFormationsRequest.SerializeToString,
+                response_deserializer=skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.ListFormationsResponse.FromString,
+                _registered_method=True)
+        self.DeleteFormation = channel.unary_unary(
+                '/skillclassics.gateway.v1.GatewayService/DeleteFormation',
+                request_serializer=skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.DeleteFormationRequest.SerializeToString,
+                response_deserializer=skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.DeleteFormationResponse.FromString,
+                _registered_method=True)
         self.SubmitAction = channel.unary_unary(
                 '/skillclassics.gateway.v1.GatewayService/SubmitAction',
                 request_serializer=skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.SubmitActionRequest.SerializeToString,
@@ -203,6 +218,31 @@ class GatewayServiceServicer:
 
     def GetMatchHistory(self, request, context):
         """GetMatchHistory returns the caller's matches, newest first.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SaveFormation(self, request, context):
+        """SaveFormation stores one of the caller's Game of the Generals formations under a name, or replaces
+        the caller's formation of that name (matchmaking SaveFormation: INVALID_ARGUMENT, INVALID_FORMATION,
+        with each reason as a field violation of formation when it is not a legal complete setup;
+        FAILED_PRECONDITION, FORMATION_LIMIT_REACHED, for a new name past 50 formations).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListFormations(self, request, context):
+        """ListFormations returns the caller's saved formations, by name.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteFormation(self, request, context):
+        """DeleteFormation removes one of the caller's saved formations (NOT_FOUND, FORMATION_NOT_FOUND, when
+        the caller has none of that name).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -324,6 +364,21 @@ def add_GatewayServiceServicer_to_server(servicer, server):
                     servicer.GetMatchHistory,
                     request_deserializer=skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.GetMatchHistoryRequest.FromString,
                     response_serializer=skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.GetMatchHistoryResponse.SerializeToString,
+            ),
+            'SaveFormation': grpc.unary_unary_rpc_method_handler(
+                    servicer.SaveFormation,
+                    request_deserializer=skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.SaveFormationRequest.FromString,
+                    response_serializer=skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.SaveFormationResponse.SerializeToString,
+            ),
+            'ListFormations': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListFormations,
+                    request_deserializer=skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.ListFormationsRequest.FromString,
+                    response_serializer=skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.ListFormationsResponse.SerializeToString,
+            ),
+            'DeleteFormation': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteFormation,
+                    request_deserializer=skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.DeleteFormationRequest.FromString,
+                    response_serializer=skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.DeleteFormationResponse.SerializeToString,
             ),
             'SubmitAction': grpc.unary_unary_rpc_method_handler(
                     servicer.SubmitAction,
@@ -638,6 +693,87 @@ class GatewayService:
             '/skillclassics.gateway.v1.GatewayService/GetMatchHistory',
             skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.GetMatchHistoryRequest.SerializeToString,
             skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.GetMatchHistoryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SaveFormation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/skillclassics.gateway.v1.GatewayService/SaveFormation',
+            skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.SaveFormationRequest.SerializeToString,
+            skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.SaveFormationResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListFormations(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/skillclassics.gateway.v1.GatewayService/ListFormations',
+            skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.ListFormationsRequest.SerializeToString,
+            skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.ListFormationsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteFormation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/skillclassics.gateway.v1.GatewayService/DeleteFormation',
+            skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.DeleteFormationRequest.SerializeToString,
+            skillclassics_dot_gateway_dot_v1_dot_gateway__pb2.DeleteFormationResponse.FromString,
             options,
             channel_credentials,
             insecure,

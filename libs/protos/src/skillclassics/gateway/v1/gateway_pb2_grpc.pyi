@@ -60,6 +60,18 @@ class GatewayServiceStub:
     """GetRatings returns the caller's rating per family and its history."""
     GetMatchHistory: _grpc.UnaryUnaryMultiCallable[_gateway_pb2.GetMatchHistoryRequest, _gateway_pb2.GetMatchHistoryResponse]
     """GetMatchHistory returns the caller's matches, newest first."""
+    SaveFormation: _grpc.UnaryUnaryMultiCallable[_gateway_pb2.SaveFormationRequest, _gateway_pb2.SaveFormationResponse]
+    """SaveFormation stores one of the caller's Game of the Generals formations under a name, or replaces
+    the caller's formation of that name (matchmaking SaveFormation: INVALID_ARGUMENT, INVALID_FORMATION,
+    with each reason as a field violation of formation when it is not a legal complete setup;
+    FAILED_PRECONDITION, FORMATION_LIMIT_REACHED, for a new name past 50 formations).
+    """
+    ListFormations: _grpc.UnaryUnaryMultiCallable[_gateway_pb2.ListFormationsRequest, _gateway_pb2.ListFormationsResponse]
+    """ListFormations returns the caller's saved formations, by name."""
+    DeleteFormation: _grpc.UnaryUnaryMultiCallable[_gateway_pb2.DeleteFormationRequest, _gateway_pb2.DeleteFormationResponse]
+    """DeleteFormation removes one of the caller's saved formations (NOT_FOUND, FORMATION_NOT_FOUND, when
+    the caller has none of that name).
+    """
     SubmitAction: _grpc.UnaryUnaryMultiCallable[_gateway_pb2.SubmitActionRequest, _gateway_pb2.SubmitActionResponse]
     """SubmitAction plays an action for the caller's seat (PERMISSION_DENIED when not seated)."""
     WatchMatch: _grpc.UnaryStreamMultiCallable[_gateway_pb2.WatchMatchRequest, _gateway_pb2.WatchMatchResponse]
@@ -126,6 +138,18 @@ class GatewayServiceAsyncStub(GatewayServiceStub):
     """GetRatings returns the caller's rating per family and its history."""
     GetMatchHistory: _aio.UnaryUnaryMultiCallable[_gateway_pb2.GetMatchHistoryRequest, _gateway_pb2.GetMatchHistoryResponse]  # type: ignore[assignment]
     """GetMatchHistory returns the caller's matches, newest first."""
+    SaveFormation: _aio.UnaryUnaryMultiCallable[_gateway_pb2.SaveFormationRequest, _gateway_pb2.SaveFormationResponse]  # type: ignore[assignment]
+    """SaveFormation stores one of the caller's Game of the Generals formations under a name, or replaces
+    the caller's formation of that name (matchmaking SaveFormation: INVALID_ARGUMENT, INVALID_FORMATION,
+    with each reason as a field violation of formation when it is not a legal complete setup;
+    FAILED_PRECONDITION, FORMATION_LIMIT_REACHED, for a new name past 50 formations).
+    """
+    ListFormations: _aio.UnaryUnaryMultiCallable[_gateway_pb2.ListFormationsRequest, _gateway_pb2.ListFormationsResponse]  # type: ignore[assignment]
+    """ListFormations returns the caller's saved formations, by name."""
+    DeleteFormation: _aio.UnaryUnaryMultiCallable[_gateway_pb2.DeleteFormationRequest, _gateway_pb2.DeleteFormationResponse]  # type: ignore[assignment]
+    """DeleteFormation removes one of the caller's saved formations (NOT_FOUND, FORMATION_NOT_FOUND, when
+    the caller has none of that name).
+    """
     SubmitAction: _aio.UnaryUnaryMultiCallable[_gateway_pb2.SubmitActionRequest, _gateway_pb2.SubmitActionResponse]  # type: ignore[assignment]
     """SubmitAction plays an action for the caller's seat (PERMISSION_DENIED when not seated)."""
     WatchMatch: _aio.UnaryStreamMultiCallable[_gateway_pb2.WatchMatchRequest, _gateway_pb2.WatchMatchResponse]  # type: ignore[assignment]
@@ -249,6 +273,36 @@ class GatewayServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_gateway_pb2.GetMatchHistoryResponse, _abc.Awaitable[_gateway_pb2.GetMatchHistoryResponse]]:
         """GetMatchHistory returns the caller's matches, newest first."""
+
+    @_abc_1.abstractmethod
+    def SaveFormation(
+        self,
+        request: _gateway_pb2.SaveFormationRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_gateway_pb2.SaveFormationResponse, _abc.Awaitable[_gateway_pb2.SaveFormationResponse]]:
+        """SaveFormation stores one of the caller's Game of the Generals formations under a name, or replaces
+        the caller's formation of that name (matchmaking SaveFormation: INVALID_ARGUMENT, INVALID_FORMATION,
+        with each reason as a field violation of formation when it is not a legal complete setup;
+        FAILED_PRECONDITION, FORMATION_LIMIT_REACHED, for a new name past 50 formations).
+        """
+
+    @_abc_1.abstractmethod
+    def ListFormations(
+        self,
+        request: _gateway_pb2.ListFormationsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_gateway_pb2.ListFormationsResponse, _abc.Awaitable[_gateway_pb2.ListFormationsResponse]]:
+        """ListFormations returns the caller's saved formations, by name."""
+
+    @_abc_1.abstractmethod
+    def DeleteFormation(
+        self,
+        request: _gateway_pb2.DeleteFormationRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_gateway_pb2.DeleteFormationResponse, _abc.Awaitable[_gateway_pb2.DeleteFormationResponse]]:
+        """DeleteFormation removes one of the caller's saved formations (NOT_FOUND, FORMATION_NOT_FOUND, when
+        the caller has none of that name).
+        """
 
     @_abc_1.abstractmethod
     def SubmitAction(

@@ -1115,3 +1115,222 @@ class GetMatchHistoryResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___GetMatchHistoryResponse: _TypeAlias = GetMatchHistoryResponse  # noqa: Y015
+
+@_typing.final
+class Formation(_message.Message):
+    """Formation is one of a player's saved Game of the Generals formations: an arrangement of the 21 pieces
+    in the owner's own orientation (row 1 the owner's back row, file a on the owner's left; docs/generals.md,
+    "Formations"), so one formation sets up either colour.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    FORMATION_FIELD_NUMBER: _builtins.int
+    CREATED_AT_MS_FIELD_NUMBER: _builtins.int
+    UPDATED_AT_MS_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """Its name, unique among the player's formations (letters' case counts: "Wall" and "wall" are two)."""
+    formation: _builtins.str
+    """The formation in its canonical text: every placement "square=RANK", squares a1-i3 in lower case and in
+    square order (a1 b1 ... i1 a2 ... i3), ranks in upper case ("a1=SGT b1=PVT ... i3=SPY"); exactly 21
+    placements. libs.engines.generals.formation_to_setup turns it into a seat's setup placements.
+    """
+    created_at_ms: _builtins.int
+    """When the player first saved a formation of this name, Unix milliseconds."""
+    updated_at_ms: _builtins.int
+    """When it was last saved (equal to created_at_ms until it is replaced), Unix milliseconds."""
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        formation: _builtins.str = ...,
+        created_at_ms: _builtins.int = ...,
+        updated_at_ms: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_at_ms", b"created_at_ms", "formation", b"formation", "name", b"name", "updated_at_ms", b"updated_at_ms"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Formation: _TypeAlias = Formation  # noqa: Y015
+
+@_typing.final
+class SaveFormationRequest(_message.Message):
+    """SaveFormationRequest stores a formation under a name, replacing the player's formation of that name if
+    there is one.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PLAYER_ID_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
+    FORMATION_FIELD_NUMBER: _builtins.int
+    player_id: _builtins.str
+    """Required: the player, 1-128 characters of A-Z a-z 0-9 . _ : @ - (INVALID_ARGUMENT otherwise); the gateway
+    fills it from the caller's token.
+    Rules: required; 1-128 characters; pattern ^[A-Za-z0-9._:@-]+$.
+    """
+    name: _builtins.str
+    """Required: the formation's name, 1-64 characters: words of A-Z a-z 0-9 . _ - separated by single
+    spaces, no space first or last ("Blitz left-flank v2").
+    Rules: required; 1-64 characters; pattern ^[A-Za-z0-9._-]+( [A-Za-z0-9._-]+)*$.
+    """
+    formation: _builtins.str
+    """Required: the formation, as placements "square=RANK" separated by white space, squares a1-i3 (rows 1-3
+    of the owner's orientation), squares and ranks in any case, in any order ("a1=FLG b1=PVT c2=SPY ...").
+    It must be a legal complete setup: all 21 pieces, no square twice, no more pieces of a rank than a
+    side has; otherwise INVALID_ARGUMENT (INVALID_FORMATION) with each reason as a field violation of
+    formation. It is stored in its canonical text (Formation.formation).
+    Rules: required; 1-1024 characters.
+    """
+    def __init__(
+        self,
+        *,
+        player_id: _builtins.str = ...,
+        name: _builtins.str = ...,
+        formation: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["formation", b"formation", "name", b"name", "player_id", b"player_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SaveFormationRequest: _TypeAlias = SaveFormationRequest  # noqa: Y015
+
+@_typing.final
+class SaveFormationResponse(_message.Message):
+    """SaveFormationResponse is the formation as stored."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FORMATION_FIELD_NUMBER: _builtins.int
+    REPLACED_FIELD_NUMBER: _builtins.int
+    replaced: _builtins.bool
+    """True when it replaced a formation of the same name; false when the name is new."""
+    @_builtins.property
+    def formation(self) -> Global___Formation:
+        """The formation saved, in its canonical text."""
+
+    def __init__(
+        self,
+        *,
+        formation: Global___Formation | None = ...,
+        replaced: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["formation", b"formation"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["formation", b"formation", "replaced", b"replaced"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SaveFormationResponse: _TypeAlias = SaveFormationResponse  # noqa: Y015
+
+@_typing.final
+class ListFormationsRequest(_message.Message):
+    """ListFormationsRequest asks for a player's saved formations."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PLAYER_ID_FIELD_NUMBER: _builtins.int
+    player_id: _builtins.str
+    """Required: the player, 1-128 characters of A-Z a-z 0-9 . _ : @ - (INVALID_ARGUMENT otherwise); the gateway
+    fills it from the caller's token.
+    Rules: required; 1-128 characters; pattern ^[A-Za-z0-9._:@-]+$.
+    """
+    def __init__(
+        self,
+        *,
+        player_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["player_id", b"player_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListFormationsRequest: _TypeAlias = ListFormationsRequest  # noqa: Y015
+
+@_typing.final
+class ListFormationsResponse(_message.Message):
+    """ListFormationsResponse is a player's saved formations."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FORMATIONS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def formations(self) -> _containers.RepeatedCompositeFieldContainer[Global___Formation]:
+        """Every formation the player has saved (at most 50; empty for none), by name: ignoring case first,
+        then in code point order ("alpha", "Beta", "beta").
+        """
+
+    def __init__(
+        self,
+        *,
+        formations: _abc.Iterable[Global___Formation] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["formations", b"formations"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListFormationsResponse: _TypeAlias = ListFormationsResponse  # noqa: Y015
+
+@_typing.final
+class DeleteFormationRequest(_message.Message):
+    """DeleteFormationRequest removes one of a player's saved formations."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PLAYER_ID_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
+    player_id: _builtins.str
+    """Required: the player, 1-128 characters of A-Z a-z 0-9 . _ : @ - (INVALID_ARGUMENT otherwise); the gateway
+    fills it from the caller's token.
+    Rules: required; 1-128 characters; pattern ^[A-Za-z0-9._:@-]+$.
+    """
+    name: _builtins.str
+    """Required: the formation's name, exactly as saved (NOT_FOUND, FORMATION_NOT_FOUND, when the player has
+    none of that name).
+    Rules: required; 1-64 characters; pattern ^[A-Za-z0-9._-]+( [A-Za-z0-9._-]+)*$.
+    """
+    def __init__(
+        self,
+        *,
+        player_id: _builtins.str = ...,
+        name: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "player_id", b"player_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteFormationRequest: _TypeAlias = DeleteFormationRequest  # noqa: Y015
+
+@_typing.final
+class DeleteFormationResponse(_message.Message):
+    """DeleteFormationResponse is the formation removed."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FORMATION_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def formation(self) -> Global___Formation:
+        """The formation as it was (saving it again restores it, with new times)."""
+
+    def __init__(
+        self,
+        *,
+        formation: Global___Formation | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["formation", b"formation"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["formation", b"formation"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteFormationResponse: _TypeAlias = DeleteFormationResponse  # noqa: Y015

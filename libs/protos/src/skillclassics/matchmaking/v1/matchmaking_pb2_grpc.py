@@ -87,6 +87,21 @@ class MatchmakingServiceStub:
                 request_serializer=skillclassics_dot_matchmaking_dot_v1_dot_matchmaking__pb2.GetMatchHistoryRequest.SerializeToString,
                 response_deserializer=skillclassics_dot_matchmaking_dot_v1_dot_matchmaking__pb2.GetMatchHistoryResponse.FromString,
                 _registered_method=True)
+        self.SaveFormation = channel.unary_unary(
+                '/skillclassics.matchmaking.v1.MatchmakingService/SaveFormation',
+                request_serializer=skillclassics_dot_matchmaking_dot_v1_dot_matchmaking__pb2.SaveFormationRequest.SerializeToString,
+                response_deserializer=skillclassics_dot_matchmaking_dot_v1_dot_matchmaking__pb2.SaveFormationResponse.FromString,
+                _registered_method=True)
+        self.ListFormations = channel.unary_unary(
+                '/skillclassics.matchmaking.v1.MatchmakingService/ListFormations',
+                request_serializer=skillclassics_dot_matchmaking_dot_v1_dot_matchmaking__pb2.ListFormationsRequest.SerializeToString,
+                response_deserializer=skillclassics_dot_matchmaking_dot_v1_dot_matchmaking__pb2.ListFormationsResponse.FromString,
+                _registered_method=True)
+        self.DeleteFormation = channel.unary_unary(
+                '/skillclassics.matchmaking.v1.MatchmakingService/DeleteFormation',
+                request_serializer=skillclassics_dot_matchmaking_dot_v1_dot_matchmaking__pb2.DeleteFormationRequest.SerializeToString,
+                response_deserializer=skillclassics_dot_matchmaking_dot_v1_dot_matchmaking__pb2.DeleteFormationResponse.FromString,
+                _registered_method=True)
 
 
 class MatchmakingServiceServicer:
@@ -165,6 +180,31 @@ class MatchmakingServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SaveFormation(self, request, context):
+        """SaveFormation stores a player's named Game of the Generals formation, or replaces the one of that
+        name. A formation that is not a legal complete setup is INVALID_ARGUMENT (INVALID_FORMATION, each
+        reason a field violation of formation); a new name past the player's 50 formations is
+        FAILED_PRECONDITION (FORMATION_LIMIT_REACHED).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListFormations(self, request, context):
+        """ListFormations returns a player's saved formations, by name.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteFormation(self, request, context):
+        """DeleteFormation removes a player's saved formation (NOT_FOUND, FORMATION_NOT_FOUND, when the player
+        has none of that name).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MatchmakingServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -217,6 +257,21 @@ def add_MatchmakingServiceServicer_to_server(servicer, server):
                     servicer.GetMatchHistory,
                     request_deserializer=skillclassics_dot_matchmaking_dot_v1_dot_matchmaking__pb2.GetMatchHistoryRequest.FromString,
                     response_serializer=skillclassics_dot_matchmaking_dot_v1_dot_matchmaking__pb2.GetMatchHistoryResponse.SerializeToString,
+            ),
+            'SaveFormation': grpc.unary_unary_rpc_method_handler(
+                    servicer.SaveFormation,
+                    request_deserializer=skillclassics_dot_matchmaking_dot_v1_dot_matchmaking__pb2.SaveFormationRequest.FromString,
+                    response_serializer=skillclassics_dot_matchmaking_dot_v1_dot_matchmaking__pb2.SaveFormationResponse.SerializeToString,
+            ),
+            'ListFormations': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListFormations,
+                    request_deserializer=skillclassics_dot_matchmaking_dot_v1_dot_matchmaking__pb2.ListFormationsRequest.FromString,
+                    response_serializer=skillclassics_dot_matchmaking_dot_v1_dot_matchmaking__pb2.ListFormationsResponse.SerializeToString,
+            ),
+            'DeleteFormation': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteFormation,
+                    request_deserializer=skillclassics_dot_matchmaking_dot_v1_dot_matchmaking__pb2.DeleteFormationRequest.FromString,
+                    response_serializer=skillclassics_dot_matchmaking_dot_v1_dot_matchmaking__pb2.DeleteFormationResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -492,6 +547,87 @@ class MatchmakingService:
             '/skillclassics.matchmaking.v1.MatchmakingService/GetMatchHistory',
             skillclassics_dot_matchmaking_dot_v1_dot_matchmaking__pb2.GetMatchHistoryRequest.SerializeToString,
             skillclassics_dot_matchmaking_dot_v1_dot_matchmaking__pb2.GetMatchHistoryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SaveFormation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/skillclassics.matchmaking.v1.MatchmakingService/SaveFormation',
+            skillclassics_dot_matchmaking_dot_v1_dot_matchmaking__pb2.SaveFormationRequest.SerializeToString,
+            skillclassics_dot_matchmaking_dot_v1_dot_matchmaking__pb2.SaveFormationResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListFormations(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/skillclassics.matchmaking.v1.MatchmakingService/ListFormations',
+            skillclassics_dot_matchmaking_dot_v1_dot_matchmaking__pb2.ListFormationsRequest.SerializeToString,
+            skillclassics_dot_matchmaking_dot_v1_dot_matchmaking__pb2.ListFormationsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteFormation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/skillclassics.matchmaking.v1.MatchmakingService/DeleteFormation',
+            skillclassics_dot_matchmaking_dot_v1_dot_matchmaking__pb2.DeleteFormationRequest.SerializeToString,
+            skillclassics_dot_matchmaking_dot_v1_dot_matchmaking__pb2.DeleteFormationResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -56,6 +56,18 @@ class MatchmakingServiceStub:
     """GetRatings returns a player's rating per family and its history."""
     GetMatchHistory: _grpc.UnaryUnaryMultiCallable[_matchmaking_pb2.GetMatchHistoryRequest, _matchmaking_pb2.GetMatchHistoryResponse]
     """GetMatchHistory returns a player's matches, newest first."""
+    SaveFormation: _grpc.UnaryUnaryMultiCallable[_matchmaking_pb2.SaveFormationRequest, _matchmaking_pb2.SaveFormationResponse]
+    """SaveFormation stores a player's named Game of the Generals formation, or replaces the one of that
+    name. A formation that is not a legal complete setup is INVALID_ARGUMENT (INVALID_FORMATION, each
+    reason a field violation of formation); a new name past the player's 50 formations is
+    FAILED_PRECONDITION (FORMATION_LIMIT_REACHED).
+    """
+    ListFormations: _grpc.UnaryUnaryMultiCallable[_matchmaking_pb2.ListFormationsRequest, _matchmaking_pb2.ListFormationsResponse]
+    """ListFormations returns a player's saved formations, by name."""
+    DeleteFormation: _grpc.UnaryUnaryMultiCallable[_matchmaking_pb2.DeleteFormationRequest, _matchmaking_pb2.DeleteFormationResponse]
+    """DeleteFormation removes a player's saved formation (NOT_FOUND, FORMATION_NOT_FOUND, when the player
+    has none of that name).
+    """
 
 @_typing.type_check_only
 class MatchmakingServiceAsyncStub(MatchmakingServiceStub):
@@ -85,6 +97,18 @@ class MatchmakingServiceAsyncStub(MatchmakingServiceStub):
     """GetRatings returns a player's rating per family and its history."""
     GetMatchHistory: _aio.UnaryUnaryMultiCallable[_matchmaking_pb2.GetMatchHistoryRequest, _matchmaking_pb2.GetMatchHistoryResponse]  # type: ignore[assignment]
     """GetMatchHistory returns a player's matches, newest first."""
+    SaveFormation: _aio.UnaryUnaryMultiCallable[_matchmaking_pb2.SaveFormationRequest, _matchmaking_pb2.SaveFormationResponse]  # type: ignore[assignment]
+    """SaveFormation stores a player's named Game of the Generals formation, or replaces the one of that
+    name. A formation that is not a legal complete setup is INVALID_ARGUMENT (INVALID_FORMATION, each
+    reason a field violation of formation); a new name past the player's 50 formations is
+    FAILED_PRECONDITION (FORMATION_LIMIT_REACHED).
+    """
+    ListFormations: _aio.UnaryUnaryMultiCallable[_matchmaking_pb2.ListFormationsRequest, _matchmaking_pb2.ListFormationsResponse]  # type: ignore[assignment]
+    """ListFormations returns a player's saved formations, by name."""
+    DeleteFormation: _aio.UnaryUnaryMultiCallable[_matchmaking_pb2.DeleteFormationRequest, _matchmaking_pb2.DeleteFormationResponse]  # type: ignore[assignment]
+    """DeleteFormation removes a player's saved formation (NOT_FOUND, FORMATION_NOT_FOUND, when the player
+    has none of that name).
+    """
 
 class MatchmakingServiceServicer(metaclass=_abc_1.ABCMeta):
     """MatchmakingService is where players find opponents: lobby tables, the rating-aware quick-match queue,
@@ -171,5 +195,35 @@ class MatchmakingServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_matchmaking_pb2.GetMatchHistoryResponse, _abc.Awaitable[_matchmaking_pb2.GetMatchHistoryResponse]]:
         """GetMatchHistory returns a player's matches, newest first."""
+
+    @_abc_1.abstractmethod
+    def SaveFormation(
+        self,
+        request: _matchmaking_pb2.SaveFormationRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_matchmaking_pb2.SaveFormationResponse, _abc.Awaitable[_matchmaking_pb2.SaveFormationResponse]]:
+        """SaveFormation stores a player's named Game of the Generals formation, or replaces the one of that
+        name. A formation that is not a legal complete setup is INVALID_ARGUMENT (INVALID_FORMATION, each
+        reason a field violation of formation); a new name past the player's 50 formations is
+        FAILED_PRECONDITION (FORMATION_LIMIT_REACHED).
+        """
+
+    @_abc_1.abstractmethod
+    def ListFormations(
+        self,
+        request: _matchmaking_pb2.ListFormationsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_matchmaking_pb2.ListFormationsResponse, _abc.Awaitable[_matchmaking_pb2.ListFormationsResponse]]:
+        """ListFormations returns a player's saved formations, by name."""
+
+    @_abc_1.abstractmethod
+    def DeleteFormation(
+        self,
+        request: _matchmaking_pb2.DeleteFormationRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_matchmaking_pb2.DeleteFormationResponse, _abc.Awaitable[_matchmaking_pb2.DeleteFormationResponse]]:
+        """DeleteFormation removes a player's saved formation (NOT_FOUND, FORMATION_NOT_FOUND, when the player
+        has none of that name).
+        """
 
 def add_MatchmakingServiceServicer_to_server(servicer: MatchmakingServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
