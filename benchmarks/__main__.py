@@ -18,6 +18,7 @@ BENCHMARKS = {
     "backgammon": "benchmarks.backgammon",
     "backgammon-native": "benchmarks.backgammon_native",
     "go": "benchmarks.go",
+    "generals": "benchmarks.generals",
     "matchmaking": "benchmarks.matchmaking",
     "gateway_e2e": "benchmarks.gateway_e2e",
     "platform_load": "benchmarks.platform_load",
