@@ -57,6 +57,7 @@ from services.matchmaking.families import FAMILIES
 from services.matchmaking.service import MatchmakingService
 from services.rules_backgammon.service import backgammon_rules_service
 from services.rules_chess.service import chess_rules_service
+from services.rules_generals.service import generals_rules_service
 from services.rules_gin.service import gin_rules_service
 from services.rules_go.service import go_rules_service
 
@@ -80,6 +81,7 @@ FACTORIES: dict[str, Factory] = {
     "services.rules_backgammon": backgammon_rules_service,
     "services.rules_gin": gin_rules_service,
     "services.rules_go": go_rules_service,
+    "services.rules_generals": generals_rules_service,
     "services.matchmaking": MatchmakingService,
     "services.gateway": GatewayService,
 }
@@ -711,12 +713,21 @@ PROBE_PORT = 8080
 """A port nothing listens on, tried on every pod: no policy may open ports wholesale."""
 
 CALLS: dict[str, set[str]] = {
-    "gateway": {"matchmaking", "fairness", "rules-chess", "rules-backgammon", "rules-gin", "rules-go"},
-    "matchmaking": {"rules-chess", "rules-backgammon", "rules-gin", "rules-go", "fairness"},
+    "gateway": {
+        "matchmaking",
+        "fairness",
+        "rules-chess",
+        "rules-backgammon",
+        "rules-gin",
+        "rules-go",
+        "rules-generals",
+    },
+    "matchmaking": {"rules-chess", "rules-backgammon", "rules-gin", "rules-go", "rules-generals", "fairness"},
     "rules-chess": {"clock", "fairness", "matchmaking"},
     "rules-backgammon": {"clock", "fairness", "matchmaking"},
     "rules-gin": {"clock", "fairness", "matchmaking"},
     "rules-go": {"clock", "fairness", "matchmaking"},
+    "rules-generals": {"clock", "fairness", "matchmaking"},
 }
 """The call graph: which services each service calls, on their gRPC ports (fairness and the clock call
 nobody). Checked against the pods' addresses and against libs/runtime/authz.py."""

@@ -33,6 +33,7 @@ FAMILY_CLASSES: Mapping[str, str] = {
     "gin": "services.rules_gin.family:GinFamily",
     "backgammon": "services.rules_backgammon.family:BackgammonFamily",
     "go": "services.rules_go.family:GoFamily",
+    "generals": "services.rules_generals.family:GeneralsFamily",
 }
 """Each family's rules (to replay logs), ``module:class``."""
 
