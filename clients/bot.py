@@ -136,8 +136,8 @@ async def play_match(
         if is_over(update):
             final = update
             break
-        if update.sequence < acted_at or not update.legal_actions:
-            continue  # an update from before our last action, or not our turn
+        if update.sequence < acted_at or not fam.should_act(update, seat):
+            continue  # an update from before our last action, or nothing for us to do
         plies = plies_played(update, fam, counted)
         action: rules_pb2.Action | None
         if (

@@ -39,6 +39,7 @@ __all__ = [
 FAMILY_MODULES: Final[Mapping[str, str]] = {
     "backgammon": "clients.families.backgammon",
     "chess": "clients.families.chess",
+    "generals": "clients.families.generals",
     "gin": "clients.families.gin",
     "go": "clients.families.go",
 }
@@ -60,7 +61,8 @@ class UnknownFamily(KeyError):
 Strategy = Callable[[rules_pb2.MatchUpdate, int], rules_pb2.Action | None]
 """A bot's mind: the action to take in ``update`` as ``seat``, or ``None`` when there is nothing to do.
 
-It is called only with updates in which the seat has legal actions; it may keep state (a random
+It is called only with updates in which the seat has legal actions (or, where a family says so with
+:meth:`FamilyClient.should_act`, an action it never lists); it may keep state (a random
 generator). It returns one of ``update.legal_actions`` as an action.
 """
 
@@ -128,6 +130,12 @@ class FamilyClient(ABC):
     def needs_turn(self, action: rules_pb2.Action) -> bool:
         """Whether ``action`` can only be played on one's turn (else it is sent at once)."""
         return action.WhichOneof("kind") != "resign"
+
+    def should_act(self, update: rules_pb2.MatchUpdate, seat: int) -> bool:
+        """Whether a bot in ``seat`` should be asked for an action on ``update``: by default when the update
+        lists legal actions for it. A family with an action it never lists (Game of the Generals' ``setup``,
+        during the setup phase) says so here, and its strategies handle such updates too."""
+        return bool(update.legal_actions)
 
     def input_help(self) -> str:
         """How to type actions of this family (one or two lines)."""

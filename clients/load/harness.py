@@ -850,8 +850,8 @@ class Engine:
                         match.over = True
                         metrics.match_finished(adapter.name, update.result)
                     return
-                if update.sequence < acted_at or not update.legal_actions:
-                    continue  # from before our last action, or not our turn
+                if update.sequence < acted_at or not adapter.client.should_act(update, seat):
+                    continue  # from before our last action, or nothing for us to do
                 action: rules_pb2.Action | None
                 if config.max_plies is not None and adapter.plies(update, counted) >= config.max_plies:
                     action = resign_action()
