@@ -137,7 +137,12 @@ async def demo_family(name: str, config: DemoConfig, tag: str, say: Say) -> Game
                 raise Skip(f"matchmaking does not offer it ({error})") from None
             raise
         labels = [f"{players[seat]} ({STRATEGIES[seat]}, {fam.seat_label(seat)})" for seat in (0, 1)]
-        setup = f"{control.base_ms / 60_000:g} min, {fam.describe_options(table.options)}".rstrip(", ")
+        clock = (
+            f"{control.period_ms / 1000:g} s a move"
+            if control.periods and not control.base_ms
+            else f"{control.base_ms / 60_000:g} min"
+        )
+        setup = f"{clock}, {fam.describe_options(table.options)}".rstrip(", ")
         say(f"{labels[0]} vs {labels[1]}; {setup}; table {table.table_id}")
         async with guest.lobby() as lobby:
             joined = await guest.join_table(table.table_id)

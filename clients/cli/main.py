@@ -364,7 +364,11 @@ def _table_setup(
         raise CommandError("--minutes must be positive and --increment not negative")
     if args.fee < 0:
         raise CommandError("--fee cannot be negative")
-    return fam, options, fam.time_control(minutes, args.increment)
+    try:
+        control = fam.time_control(minutes, args.increment)
+    except InputError as error:
+        raise CommandError(str(error)) from None
+    return fam, options, control
 
 
 def _fee(minor: int, currency: str) -> str:
@@ -372,6 +376,12 @@ def _fee(minor: int, currency: str) -> str:
 
 
 def _clock(control: rules_pb2.TimeControl) -> str:
+    """A clock in a few characters: ``5+3`` (minutes + seconds per move), ``10 + 5x30s`` (byo-yomi),
+    ``60s/move, 3 strikes`` (a per-move clock)."""
+    if control.periods and not control.base_ms:
+        return f"{control.period_ms / 1000:g}s/move, {control.periods} strikes"
+    if control.periods:
+        return f"{control.base_ms / 60_000:g} + {control.periods}x{control.period_ms / 1000:g}s"
     return f"{control.base_ms / 60_000:g}+{control.increment_ms / 1000:g}"
 
 
@@ -800,7 +810,10 @@ class InteractiveGame:
         if update.sequence < self.latest.sequence:
             return
         self.latest = update
-        if update.legal_actions and not is_over(update):
+        # Our turn: we have legal actions and are the seat to move (a seat not to move may have some too,
+        # a draw offer or an answer in a timed phase, which need no turn and are sent at once).
+        mine = not update.HasField("to_move") or update.to_move == self.seat
+        if update.legal_actions and mine and not is_over(update):
             self._turn.set()
         else:
             self._turn.clear()
@@ -834,6 +847,10 @@ class InteractiveGame:
             )
         self.seat = info.seat
         self.names = seat_names(info.seats)
+        if hasattr(self.fam, "set_formations"):  # Game of the Generals: `load NAME` in the setup
+            with contextlib.suppress(GatewayError):
+                formations = await self.session.list_formations()
+                self.fam.set_formations({f.name: f.formation for f in formations})
         self._note(info.update)
         players = " vs ".join(f"{self.fam.seat_label(s)} {n}" for s, n in sorted(self.names.items()))
         header = (
