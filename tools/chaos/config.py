@@ -53,6 +53,8 @@ FAMILIES: Final[Mapping[str, FamilyPlan]] = {
     "gin": FamilyPlan("gin", "rules-gin", max_plies=60, minutes=5, draws=True),
     "backgammon": FamilyPlan("backgammon", "rules-backgammon", max_plies=60, minutes=5, draws=True),
     "go": FamilyPlan("go", "rules-go", max_plies=60, minutes=5),
+    # Generals' clock is per move (minutes=1: a fresh minute a move, the third strike losing).
+    "generals": FamilyPlan("generals", "rules-generals", max_plies=60, minutes=1, draws=True),
 }
 """Every family a chaos run plays: one entry each."""
 

@@ -443,7 +443,7 @@ class Players:
                     if is_over(update):
                         log.finals[seat] = update
                         return
-                    if update.sequence < acted_at or not update.legal_actions:
+                    if update.sequence < acted_at or not fam.should_act(update, seat):
                         continue
                     plies = plies_played(update, fam, counted)
                     if self.stopping.is_set() or plies >= plan.max_plies:
