@@ -62,7 +62,16 @@ from tests.support import ROOT
 
 SIGNING_KEY = SigningKey.generate()
 """The development signing key the stack's gateway trusts (written into its data folder before it starts)."""
-STACK_SERVICES = ("fairness", "clock", "rules-chess", "rules-gin", "rules-go", "matchmaking", "gateway")
+STACK_SERVICES = (
+    "fairness",
+    "clock",
+    "rules-chess",
+    "rules-gin",
+    "rules-go",
+    "rules-generals",
+    "matchmaking",
+    "gateway",
+)
 
 try:
     import matplotlib  # noqa: F401
@@ -519,7 +528,7 @@ def tokens(stack: Stack) -> TokenMinter:
     return TokenMinter({"DATA_DIR": str(stack.data_dir)})
 
 
-async def test_a_run_of_chess_gin_and_go_through_the_command(
+async def test_a_run_of_chess_gin_go_and_generals_through_the_command(
     stack: Stack, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     out_json = tmp_path / "run.json"
@@ -528,11 +537,11 @@ async def test_a_run_of_chess_gin_and_go_through_the_command(
         "--gateway",
         stack.address("gateway"),
         "--families",
-        "chess=2,gin=2,go=2",
+        "chess=2,gin=2,go=2,generals=2",
         "--option",
         "go.size=9",
         "--matches",
-        "6",
+        "8",
         "--max-plies",
         "40",
         "--seed",
@@ -553,8 +562,8 @@ async def test_a_run_of_chess_gin_and_go_through_the_command(
     assert report["stopped_by"] == "matches"
     assert matches["failed"] == 0
     assert matches["cut"] == 0
-    assert matches["finished"] >= 6
-    for family_name in ("chess", "gin", "go"):
+    assert matches["finished"] >= 8
+    for family_name in ("chess", "gin", "go", "generals"):
         assert matches["by_family"][family_name]["finished"] >= 1
     assert report["errors"] == []
     assert report["actions"]["count"] >= 6 * 20
@@ -803,7 +812,7 @@ async def test_the_locust_file(stack: Stack) -> None:
         env={
             **os.environ,
             "DATA_DIR": str(stack.data_dir),
-            "LOAD_OPTIONS": "--families chess=1,gin=1,go=1 --option go.size=9 --max-plies 30",
+            "LOAD_OPTIONS": "--families chess=1,gin=1,go=1,generals=1 --option go.size=9 --max-plies 30",
         },
         cwd=ROOT,
     )
