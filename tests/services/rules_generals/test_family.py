@@ -173,3 +173,28 @@ def test_views_during_the_setup_show_only_ones_own_arrangement() -> None:
     assert len(white.missing) == 21
     assert len(black.pieces) == 21
     assert all(piece.rank for piece in black.pieces)
+
+
+def test_a_late_move_is_a_strike_and_the_third_strike_loses() -> None:
+    """Seed 004's per-move clock through the runtime: each move a fresh 60 s; running over is a strike and
+    a fresh 60 s for the same move; the third strike flags, and the engine makes that seat lose."""
+    record = act(new_match(), 0, f"setup {FULL_WHITE}", T0 + 1_000)
+    record = act(record, 1, f"setup {FULL_BLACK}", T0 + 1_000)
+    record = act(record, 0, "ready", T0 + 2_000)
+    record = act(record, 1, "ready", T0 + 2_000)
+    record = draw(record, (0,), T0 + 2_000)  # White first
+    record = act(record, 0, "a3-a4", T0 + 3_000)  # the first move starts the clocks: Black to move
+    started = T0 + 3_000
+    # Black takes 75 s: one strike (a fresh period for the same move), the move is in time.
+    record = act(record, 1, "a6-a5", started + 75_000)
+    assert record.clock.status(1, started + 75_000).periods_left == 2
+    # White moves at once; Black then lets 2 more periods run out: the flag falls at the second.
+    white_moved = started + 76_000
+    record = act(record, 0, "a4-a3", white_moved)
+    assert record.due(FAMILY)[0] == Due(white_moved + 2 * 60_000, "flag", 1)
+    overdue = record.overdue(FAMILY, white_moved + 2 * 60_000)
+    assert overdue is not None
+    outcome = overdue[1]
+    assert outcome is not None
+    assert (outcome.termination, outcome.winner) == (Termination.TIMEOUT, 0)
+    assert "third strike" in outcome.detail
