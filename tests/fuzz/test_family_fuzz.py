@@ -535,14 +535,14 @@ def _generals_states() -> dict[str, Any]:
         for ply in range(120):
             if state.phase is not Phase.PLAY:
                 break
-            seat = GENERALS.to_move(state)
-            assert seat is not None
-            moves = [a for a in GENERALS.legal_actions(state, seat) if "-" in a]
+            mover = GENERALS.to_move(state)
+            assert mover is not None
+            moves = [a for a in GENERALS.legal_actions(state, mover) if "-" in a]
             if ply % 30 == 10:
                 states[f"play-{name}-{ply}"] = state
-            if ply == 60 and "draw" in GENERALS.legal_actions(state, seat):
-                states[f"offer-{name}"] = GENERALS.apply(state, seat, "draw", CONTEXT)
-            state = GENERALS.apply(state, seat, rng.choice(moves), CONTEXT)
+            if ply == 60 and "draw" in GENERALS.legal_actions(state, mover):
+                states[f"offer-{name}"] = GENERALS.apply(state, mover, "draw", CONTEXT)
+            state = GENERALS.apply(state, mover, rng.choice(moves), CONTEXT)
         states[f"end-{name}-{state.phase.value}"] = state
     return states
 

@@ -30,7 +30,7 @@ from tests.support import ServiceProcess, backend_channel, refused, start_in_pro
 Stub = rules_pb2_grpc.RulesServiceStub
 SEED_KEY = base64.b64encode(bytes(range(32))).decode()
 SEATS = [pb.SeatAssignment(seat=0, player_id="ann"), pb.SeatAssignment(seat=1, player_id="ben")]
-RANKS = set(CODES)
+RANKS = set(CODES.values())
 
 
 @dataclass
