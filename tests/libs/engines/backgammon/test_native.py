@@ -55,17 +55,17 @@ def test_openings(variant: Variant) -> None:
 def test_random_games_every_roll() -> None:
     rng = random.Random(2024)
     positions = 0
-    for variant, count in ((Variant.STANDARD, 800), (Variant.NACKGAMMON, 200), (Variant.HYPERGAMMON, 200)):
+    for variant, count in ((Variant.STANDARD, 300), (Variant.NACKGAMMON, 100), (Variant.HYPERGAMMON, 100)):
         for position, seat in random_game_positions(rng, count, Position.start(variant)):
             for high, low in ROLLS:
                 check(position, seat, high, low)
             positions += 1
-    assert positions == 1_200  # 25,200 position-rolls
+    assert positions == 500  # 10,500 position-rolls
 
 
 def test_random_games_random_rolls() -> None:
     rng = random.Random(77)
-    cases = random_game_positions(rng, 20_000, Position.start(Variant.STANDARD))
+    cases = random_game_positions(rng, 6_000, Position.start(Variant.STANDARD))
     for position, seat in cases:
         first, second = rng.randint(1, 6), rng.randint(1, 6)
         check(position, seat, max(first, second), min(first, second))
@@ -74,7 +74,7 @@ def test_random_games_random_rolls() -> None:
 def test_random_placements() -> None:
     """Scattered checkers: bear-offs, closed boards, several on the bar, blots everywhere."""
     rng = random.Random(5)
-    for _ in range(2_000):
+    for _ in range(1_000):
         position = random_placement(rng, rng.choice([15, 15, 3]))
         seat = rng.randrange(2)
         for high, low in rng.sample(ROLLS, 4):
