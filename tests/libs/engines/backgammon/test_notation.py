@@ -175,7 +175,7 @@ def test_split_texts_parse_back(seed: int) -> None:
 def test_every_listed_notation_read_as_moves_names_its_own_play() -> None:
     """parse_play finds a listed notation directly; read as moves instead (the path for any other text),
     each listed notation must name the same play, so the shortcut never changes an answer. Over the worst
-    doubles positions (every 9th of their 1,654 and 1,733 plays) and positions from random games with every
+    doubles positions (every 15th of their 1,654 and 1,733 plays) and positions from random games with every
     roll."""
     from libs.engines.backgammon import BLACK, legal_plays
     from libs.engines.backgammon.notation import _read_and_match
@@ -183,13 +183,13 @@ def test_every_listed_notation_read_as_moves_names_its_own_play() -> None:
     spread = Position.from_counts({1: 1, 2: 1, 3: 1, 4: 1, 24: 11}, {p: 1 for p in range(6, 21)})
     cases = [(spread, BLACK, (1, 1)), (spread, BLACK, (2, 2))]
     rng = random.Random(21)
-    for position, seat in random_game_positions(rng, 60, Position.start(Variant.STANDARD)):
+    for position, seat in random_game_positions(rng, 30, Position.start(Variant.STANDARD)):
         cases += [(position, seat, (a, b)) for a in range(1, 7) for b in range(a, 7)]
     checked = 0
     for position, seat, dice in cases:
         plays = legal_plays(position, seat, dice)
-        for play in plays[:: 9 if len(plays) > 500 else 1]:
+        for play in plays[:: 15 if len(plays) > 500 else 1]:
             assert _read_and_match(play.notation, play.notation, plays, "the roll") is play
             assert parse_play(play.notation.upper(), plays) is play
             checked += 1
-    assert checked > 3_000
+    assert checked > 1_500
