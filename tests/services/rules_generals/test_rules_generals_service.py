@@ -5,6 +5,7 @@ differ only in ranks the seat may not see, the record after the game, and a SIGK
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import random
 import uuid
@@ -100,8 +101,6 @@ async def in_play(stub: Stub, match_id: str) -> pb.MatchUpdate:
         update = await as_seat(stub, match_id, 0)
         if update.view.generals.phase == gpb.PHASE_PLAY and not update.view.generals.awaiting_chance:
             return update
-        import asyncio
-
         await asyncio.sleep(0.01)
     raise AssertionError("the first mover was never drawn")
 
