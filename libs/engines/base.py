@@ -100,6 +100,9 @@ class Termination(StrEnum):
     """A Game of the Generals draw by the 5-move or the 16-move perpetual (``Outcome.detail`` says which)."""
     NO_CHALLENGES = "no_challenges"
     """A Game of the Generals draw: 30 moves by each side without a challenge."""
+    KING_CAPTURED = "king_captured"
+    """A Skirmish Chess game lost by the side whose king was lost in a duel (taken as the stake, or it
+    attacked and lost)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +132,10 @@ class ActionContext:
 
     remaining_ms: tuple[int, ...]
     """Each seat's clock as of the action, after the mover's time was charged."""
+    phase_elapsed_ms: int = 0
+    """For an action in a timed phase (:class:`PhaseDeadline`): how long its count had run when the action
+    came (since the phase began, or for a ``per_move`` phase since its latest event). An engine with a
+    clock of the phase's own (a Skirmish Chess duel's clocks) charges it to the seat that acted."""
     stand_in: bool = False
     """The action is a stand-in's, played for a seat whose player is away (docs/match-runtime.md,
     "Stand-ins"): an engine whose scoring depends on it (backgammon match play) reads it."""
@@ -217,6 +224,10 @@ class PhaseDeadline:
     within_ms: int
     seat: int | None = None
     """The seat whose inaction the deadline is about, when there is one (for the record and logs)."""
+    per_move: bool = False
+    """The count starts again at every event of the phase (an action, a deadline, a draw) instead of
+    running from the phase's start: ``within_ms`` is then the time the seat to move has left on a clock
+    of the phase's own (the engine keeps it, charging each action's ``ActionContext.phase_elapsed_ms``)."""
 
 
 @runtime_checkable

@@ -90,7 +90,9 @@ class Family(Protocol):
     record_format: str
     """The notation of finished games (``pgn`` for chess, ``sgf`` for go)."""
     uses_chance: bool
-    """Whether the engine draws from a fairness stream (then matches need a commitment)."""
+    """Whether every match draws from a fairness stream (then matches need a commitment). A family where
+    only some options draw (Skirmish Chess's random duel setups) says ``False`` here and defines
+    ``draws_chance(options)`` (:func:`draws_chance`)."""
     hides_information: bool
     """Whether seats see different views (gin's hands); ``False`` (chess) lets one view serve all."""
 
@@ -160,4 +162,31 @@ class SaysWhatIsAMove(Protocol):
     turn or ends the game.
     """
 
-    def is_move(self, action: Any) -> bool: ...
+    def is_move(self, action: Any) -> bool | None:
+        """Whether ``action`` is a move; ``None`` when only its result can tell
+        (:class:`JudgesMovesByResult`)."""
+        ...
+
+
+@runtime_checkable
+class JudgesMovesByResult(Protocol):
+    """A family some of whose actions are moves or not depending on what they did."""
+
+    def moved(self, before: Any, after: Any) -> bool:
+        """For an action :meth:`is_move` could not judge alone: whether going from game state ``before``
+        to ``after`` made a move (a FIDE claim made with its move is one only when it was wrong and the
+        move was played)."""
+        ...
+
+
+def draws_chance(family: Family, options: Any) -> bool:
+    """Whether a match of ``family`` with ``options`` (the family's decoded options) draws from a fairness
+    stream: the family's ``draws_chance(options)`` when it has one, otherwise ``uses_chance``."""
+    decide = getattr(family, "draws_chance", None)
+    return bool(decide(options)) if decide is not None else family.uses_chance
+
+
+def may_draw_chance(family: Family) -> bool:
+    """Whether any match of ``family`` may draw (then its rules service needs the fairness service's
+    address to serve those matches)."""
+    return family.uses_chance or hasattr(family, "draws_chance")

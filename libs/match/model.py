@@ -29,7 +29,7 @@ from typing import Any, cast
 from libs.clocks import Clock, TimeControl
 from libs.engines.base import ActionContext, ChanceRequest, Outcome, PhaseDeadline, Termination, TimesPhases
 from libs.fairness import FAIRNESS_VERSION
-from libs.match.family import Family, SaysWhatIsAMove
+from libs.match.family import Family, JudgesMovesByResult, SaysWhatIsAMove
 
 DEFAULT_FIRST_MOVE_TIMEOUT_MS = 60_000
 DEFAULT_DISCONNECT_FORFEIT_MS = 60_000
@@ -253,6 +253,13 @@ class MatchRecord:
     def connected_seats(self) -> tuple[int, ...]:
         return tuple(seat for seat, since in enumerate(self.disconnected_since) if since is None)
 
+    def phase_due_ms(self, family: Family) -> int | None:
+        """When the timed phase the game is in reaches its deadline (``None``: no such phase now)."""
+        if self.phase_since_ms is None or self.is_over:
+            return None
+        phase = phase_deadline(family, self.game)
+        return None if phase is None else self.phase_since_ms + phase.within_ms
+
     def due(self, family: Family) -> list[Due]:
         """What will happen by itself, in the order it would happen (empty once the match is over).
 
@@ -441,7 +448,8 @@ def _in_phase(family: Family, record: MatchRecord, at_ms: int) -> MatchRecord:
     if phase is not None:
         if clock.is_running:
             clock = clock.pause(max(at_ms, clock.since_ms or at_ms))
-        since = record.phase_since_ms if record.phase_since_ms is not None else at_ms
+        # The count runs from the phase's start, or (a phase with clocks of its own) from its latest event.
+        since = record.phase_since_ms if record.phase_since_ms is not None and not phase.per_move else at_ms
         return replace(record, clock=clock, phase_since_ms=since)
     if record.phase_since_ms is None:
         return record
@@ -508,7 +516,9 @@ def _act(family: Family, record: MatchRecord, event: MatchEvent) -> MatchRecord:
     pressed = record.clock.press(now).clock if presses else record.clock
     stand_in = bool(event.payload.get("stand_in"))
     context = ActionContext(
-        remaining_ms=tuple(pressed.remaining_ms(s, now) for s in range(seats)), stand_in=stand_in
+        remaining_ms=tuple(pressed.remaining_ms(s, now) for s in range(seats)),
+        phase_elapsed_ms=0 if record.phase_since_ms is None else max(0, now - record.phase_since_ms),
+        stand_in=stand_in,
     )
     if stand_in:
         stood = list(record.stood_in)
@@ -517,7 +527,11 @@ def _act(family: Family, record: MatchRecord, event: MatchEvent) -> MatchRecord:
     game = engine.apply(record.game, event.seat, action, context)
     next_mover = engine.to_move(game)
     outcome = engine.outcome(game)
-    is_move = declared if declared is not None else (next_mover != mover or outcome is not None)
+    if declared is None and isinstance(family, JudgesMovesByResult):
+        # The action alone does not say (a FIDE claim made with its move): the family tells by the states.
+        is_move = family.moved(record.game, game)
+    else:
+        is_move = declared if declared is not None else (next_mover != mover or outcome is not None)
     if record.phase_since_ms is not None:
         is_move = False  # an action in a phase no clock times (a "continue" between games) is not a move
     if not is_move:

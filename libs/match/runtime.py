@@ -64,6 +64,8 @@ class MatchRuntime:
         self.lease_ms = lease_ms
         self._reporter = reporter
         self._chance = chance
+        self.has_chance = chance is not None
+        """Whether draws can be had (a family whose options may draw needs it for those matches)."""
         self.family = family
         self.shard = shard
         self._store = store

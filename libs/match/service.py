@@ -29,7 +29,7 @@ from skillclassics.rules.v1 import rules_pb2, rules_pb2_grpc
 
 from libs.match.chance import ChanceSource, FairnessChance
 from libs.match.deadlines import ClockServiceDeadlines, Deadlines, LocalDeadlines
-from libs.match.family import Family
+from libs.match.family import Family, may_draw_chance
 from libs.match.presence import lease_ms_from_env
 from libs.match.reporting import FairnessRecipient, MatchmakingRecipient, Recipient, ResultReporter
 from libs.match.runtime import MatchRuntime
@@ -117,7 +117,7 @@ class RulesService(Service):
             recipients.append(MatchmakingRecipient(self._matchmaking_address, self._config.tls))
         reporter = ResultReporter(store, recipients, time)
         chance: ChanceSource | None = None
-        if self.family.uses_chance:
+        if self.family.uses_chance or (may_draw_chance(self.family) and self._fairness_address):
             chance = FairnessChance(self._fairness_address, self._config.tls)
         return MatchRuntime(
             self.family,

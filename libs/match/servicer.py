@@ -14,7 +14,7 @@ from libs.engines.base import ChanceRequest, InvalidOptionsError, MalformedActio
 from libs.fairness import FAIRNESS_VERSION
 from libs.match.actor import MatchActor, MatchClosed
 from libs.match.exchange import SHUTTING_DOWN, ExchangeSession
-from libs.match.family import PlaysForAbsentSeats
+from libs.match.family import PlaysForAbsentSeats, draws_chance
 from libs.match.model import (
     DEFAULT_DISCONNECT_FORFEIT_MS,
     DEFAULT_FIRST_MOVE_TIMEOUT_MS,
@@ -108,7 +108,14 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
                 violations=[Violation("options", str(error))],
             ) from None
         control = _time_control(request.time_control)
-        if self._family.uses_chance and not request.fairness_commitment:
+        chance = draws_chance(self._family, options)
+        if chance and not self._runtime.has_chance:
+            raise Unavailable(
+                f"these {self._family.name} options draw from the fairness service, and this rules service "
+                "has none configured (FAIRNESS_ADDRESS)",
+                reason=ErrorReason.ERROR_REASON_NOT_CONFIGURED,
+            )
+        if chance and not request.fairness_commitment:
             raise invalid_field(
                 "fairness_commitment",
                 f"is required: {self._family.name} matches draw from the fairness service (fairness Commit)",
@@ -365,6 +372,9 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         )
         if to_move is not None:
             update.to_move = to_move
+        phase_due = record.phase_due_ms(self._family)
+        if phase_due is not None:
+            update.phase_deadline_ms = phase_due
         running = None if record.clock.paused else record.clock.to_move
         for seat in range(len(record.setup.players)):
             status = record.clock.status(seat, at)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from skillclassics.rules.v1 import rules_pb2
 
 from libs.engines.base import InvalidOptionsError
-from libs.match.family import Family
+from libs.match.family import Family, draws_chance
 from libs.runtime.errors import ErrorReason, InvalidArgument, Violation
 from services.rules_backgammon.family import BackgammonFamily
 from services.rules_chess.family import ChessFamily
@@ -36,8 +36,20 @@ class FamilyRules:
 
     @property
     def uses_chance(self) -> bool:
-        """Whether its matches draw from a fairness stream (then a commitment is made before creation)."""
+        """Whether every one of its matches draws from a fairness stream."""
         return self.family.uses_chance
+
+    def draws_chance(self, options: rules_pb2.MatchOptions | bytes) -> bool:
+        """Whether a match with ``options`` draws from a fairness stream (then a commitment is made before
+        creation): always for a family that uses chance, for some options (Skirmish Chess's random duel
+        setups) in a family that says so per match."""
+        if self.family.uses_chance:
+            return True
+        if not hasattr(self.family, "draws_chance"):
+            return False
+        if isinstance(options, bytes):
+            options = rules_pb2.MatchOptions.FromString(options)
+        return draws_chance(self.family, self.family.options_from_proto(options))
 
     def check_options(self, options: rules_pb2.MatchOptions) -> str:
         """The options' pool key, when the lobby offers them; ``InvalidArgument`` saying why not."""

@@ -123,7 +123,8 @@ class Matchmaker:
         failed or timed out); nothing is stored by then.
         """
         match_id = self.shards.new_match_id(family)
-        commitment = await self._commit(family, match_id) if family_rules(family).uses_chance else ""
+        chance = family_rules(family).draws_chance(options)
+        commitment = await self._commit(family, match_id) if chance else ""
         return {
             "match_id": match_id,
             "table_id": table_id,
@@ -141,18 +142,24 @@ class Matchmaker:
             "ended_at_ms": None,
         }
 
-    def require_fairness(self, family: str) -> None:
-        """``Unavailable`` when ``family`` uses chance and no fairness service is configured: then none of
-        its matches could ever be made, so no table or queue entry is accepted for it."""
-        if family_rules(family).uses_chance and self._fairness is None:
+    def require_fairness(self, family: str, options: rules_pb2.MatchOptions | None = None) -> None:
+        """``Unavailable`` when ``family``'s matches (with ``options``, when given) draw from the fairness
+        service and none is configured: then none of them could ever be made, so no table or queue entry
+        is accepted for them."""
+        rules = family_rules(family)
+        needs = rules.uses_chance if options is None else rules.draws_chance(options)
+        if needs and self._fairness is None:
             raise Unavailable(
                 f"{family} needs the fairness service (FAIRNESS_ADDRESS)",
                 reason=ErrorReason.ERROR_REASON_NOT_CONFIGURED,
             )
 
     async def _commit(self, family: str, match_id: str) -> str:
-        self.require_fairness(family)
-        assert self._fairness is not None
+        if self._fairness is None:
+            raise Unavailable(
+                f"{family} needs the fairness service (FAIRNESS_ADDRESS)",
+                reason=ErrorReason.ERROR_REASON_NOT_CONFIGURED,
+            )
         try:
             reply = await self._fairness.Commit(
                 fairness_pb2.CommitRequest(match_id=match_id, idempotency_key=match_id),
@@ -202,7 +209,7 @@ class Matchmaker:
         return [match["match_id"] for match in done]
 
     async def _create(self, match: dict[str, Any]) -> bool:
-        chance = family_rules(match["family"]).uses_chance
+        chance = family_rules(match["family"]).draws_chance(match["options"])
         request = rules_pb2.CreateMatchRequest(
             match_id=match["match_id"],
             seats=[

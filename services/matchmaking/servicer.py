@@ -115,7 +115,7 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
         family.check_lobby_clock(request.time_control)
         _fee(request.entry_fee_minor, request.currency)
         self._mm.shards.require(family.name)  # no table or queue for a family nobody can host
-        self._mm.require_fairness(family.name)
+        self._mm.require_fairness(family.name, request.options)
         visibility = _VISIBILITY[request.visibility]  # a defined value (the contract's rules)
         row = await self._store.create_table(
             {
@@ -187,7 +187,7 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
         player = request.player_id
         family, pool = queue_pool(request)
         self._mm.shards.require(family.name)  # no table or queue for a family nobody can host
-        self._mm.require_fairness(family.name)
+        self._mm.require_fairness(family.name, request.options)
         rating = (await self._store.rating(player, family.name)).rating
         now = self._mm.time.now_ms()
         await self._store.enter_queue(

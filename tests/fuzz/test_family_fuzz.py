@@ -206,9 +206,10 @@ def test_chess_family_reads_any_options(options: rules_pb2.MatchOptions) -> None
         parsed = family.options_from_proto(options)
     except InvalidOptionsError:
         return
-    state = CHESS.new_game(parsed)
+    engine = family.engine  # standard chess or Skirmish Chess, by the options
+    state = engine.new_game(parsed)
     assert family.options_from_json(family.options_to_json(parsed)) == parsed
-    assert CHESS.legal_actions(state, CHESS.to_move(state) or 0)
+    assert engine.legal_actions(state, engine.to_move(state) or 0)
 
 
 # -- gin rummy ----------------------------------------------------------------------------------------------

@@ -5,13 +5,14 @@ See ``docs/chess.md`` for the rules as implemented. The public API:
 - :class:`ChessEngine` (and the instance :data:`CHESS`), :class:`ChessOptions`, :class:`Ruleset`,
   :class:`ChessState`, :class:`ChessView`;
 - actions :class:`Move`, :class:`OfferDraw`, :class:`AcceptDraw`, :class:`DeclineDraw`,
-  :class:`ClaimDraw` and :func:`parse_action`;
+  :class:`ClaimDraw` (on the position, or naming a move: ``claim_draw Nf3``) and :func:`parse_action`;
 - :func:`export_pgn` with :func:`result_token` and :func:`termination_text`;
 - the contest tiebreak (:func:`break_tie`, :func:`material`, :func:`moves_played`), :func:`perft`, and
   :func:`is_blocked_dead` (FIDE dead positions of locked pawns).
 """
 
 from libs.engines.chess.actions import (
+    CLAIM_DRAW,
     DRAW_ACTIONS,
     AcceptDraw,
     ChessAction,
@@ -30,6 +31,7 @@ from libs.engines.chess.tiebreak import PIECE_VALUES, break_tie, material, moves
 
 __all__ = [
     "CHESS",
+    "CLAIM_DRAW",
     "DRAW_ACTIONS",
     "PIECE_VALUES",
     "AcceptDraw",

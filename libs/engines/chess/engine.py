@@ -3,10 +3,10 @@
 State keeps a private python-chess :class:`chess.Board` that is never changed once the state is built.
 ``apply`` copies it, makes the move on the copy and computes everything that needs to change a board
 (SAN of the move, checkmate, repetition) on that copy before it is frozen into the new state. Reads
-that python-chess implements by pushing and popping moves (``san``, ``can_claim_*``) run on a scratch
-copy. A state can therefore be shared freely, across threads too. Copying beats rebuilding the board
-from (initial FEN, moves) on every action: the cost is bounded by the moves that repetition detection
-needs, not by the length of the game.
+that python-chess implements by pushing and popping moves (``san``, the moves a draw claim may name) run
+on a scratch copy. A state can therefore be shared freely, across threads too. Copying beats rebuilding
+the board from (initial FEN, moves) on every action: the cost is bounded by the moves that repetition
+detection needs, not by the length of the game.
 
 The copy keeps only the history the rules read: none in ``contest`` (repetition never matters there),
 and in ``fide`` the moves since the last capture or pawn move (the halfmove clock), which is all that
@@ -45,6 +45,7 @@ from libs.engines.base import (
     Termination,
 )
 from libs.engines.chess.actions import (
+    CLAIM_DRAW,
     DRAW_ACTIONS,
     AcceptDraw,
     ChessAction,
@@ -142,12 +143,13 @@ class _LegalMoves:
     the same moment at worst both compute the same list.
     """
 
-    __slots__ = ("_listing", "_sans", "board")
+    __slots__ = ("_claims", "_listing", "_sans", "board")
 
     def __init__(self, board: chess.Board) -> None:
         self.board = board
         self._listing: tuple[tuple[chess.Move, ...], tuple[str, ...], dict[str, int]] | None = None
         self._sans: tuple[str, ...] | None = None
+        self._claims: tuple[str, ...] | None = None
 
     def _list(self) -> tuple[tuple[chess.Move, ...], tuple[str, ...], dict[str, int]]:
         listing = self._listing
@@ -215,6 +217,15 @@ class _LegalMoves:
             return sans[self._list()[2][move.uci()]]
         return self.board.copy(stack=False).san(move)
 
+    def claim_moves(self) -> tuple[str, ...]:
+        """The legal moves, in UCI and sorted, with which a draw claim would succeed (see
+        :func:`_claim_moves`). Only for a board that keeps the FIDE history (the moves since the last
+        capture or pawn move); computed at most once, and only where a cheap test says one may exist."""
+        claims = self._claims
+        if claims is None:
+            claims = self._claims = _claim_moves(self.board, self)
+        return claims
+
 
 @dataclass(frozen=True, slots=True)
 class ChessState:
@@ -238,9 +249,12 @@ class ChessState:
     remaining_ms: tuple[int, ...] | None
     """Each seat's clock as of the last action (``None`` before any), as the contest tiebreak read it."""
     claimable_draw: Termination | None
-    """The draw the side to move could claim now (FIDE ruleset): ``THREEFOLD_REPETITION`` (the position
-    occurred three times, or will after some legal move) or ``FIFTY_MOVES``; ``None`` otherwise. Computed
-    once per position because python-chess checks it by pushing and popping moves."""
+    """The draw the side to move could claim on the position as it stands (FIDE ruleset, ``claim_draw``
+    without a move): ``THREEFOLD_REPETITION`` (this position has occurred three times) or ``FIFTY_MOVES``
+    (fifty moves by each side, 100 half-moves, without a capture or pawn move); ``None`` otherwise, and
+    once the game is over. A claim that some move would complete is not counted here: it must name the
+    move (``claim_draw <move>``; :attr:`ChessView.claim_moves`). Computed once per position because
+    python-chess checks a repetition by popping and pushing moves."""
     _board: chess.Board = field(repr=False, compare=False)
     _legal: _LegalMoves = field(repr=False, compare=False)
     """The legal moves of ``_board``, computed once (see :class:`_LegalMoves`)."""
@@ -293,11 +307,16 @@ class ChessView:
     draw_offer: int | None
     """The seat whose draw offer is pending, or ``None``."""
     can_claim_draw: bool
-    """Whether the side to move may claim a draw now (FIDE ruleset)."""
+    """Whether a claim on the position as it stands (``claim_draw``) would succeed now (FIDE ruleset):
+    the position has occurred three times, or fifty moves have passed without a capture or pawn move."""
     ply_count: int
     halfmove_clock: int
     """Half-moves since the last capture or pawn move (the fifty- and seventy-five-move rules count these)."""
     outcome: Outcome | None
+    claim_moves: tuple[str, ...] = ()
+    """The legal moves (UCI, sorted) with which a claim would succeed (FIDE ruleset): ``claim_draw <move>``
+    draws when that move would make the position occur a third time or complete the fifty moves, and the
+    move is not played. Empty in ``contest`` and once the game is over."""
 
 
 class ChessEngine:
@@ -322,7 +341,7 @@ class ChessEngine:
             draw_offer=None,
             result=None,
             remaining_ms=None,
-            claimable_draw=_claimable_draw(board) if options.ruleset is Ruleset.FIDE else None,
+            claimable_draw=_position_claim(board, True) if options.ruleset is Ruleset.FIDE else None,
             _board=board,
             _legal=_LegalMoves(board),
         )
@@ -345,8 +364,10 @@ class ChessEngine:
         """The state after ``seat`` takes ``action``.
 
         :raises MalformedActionError: the action cannot be read.
-        :raises IllegalActionError: the game is over, it is not ``seat``'s turn, the move is not legal, or
-            a draw action is not available (always so in the contest ruleset).
+        :raises IllegalActionError: the game is over, it is not ``seat``'s turn, the move is not legal
+            (a move named in a draw claim too), or a draw action is not available (always so in the
+            contest ruleset). A claim naming a legal move is never refused: if it is wrong, the move is
+            played.
         """
         _check_seat(seat)
         if len(context.remaining_ms) != 2:
@@ -367,8 +388,10 @@ class ChessEngine:
 
     def legal_actions(self, state: ChessState, seat: int) -> list[str]:
         """What ``seat`` may do now, sorted: its legal moves in UCI when it is its turn, and in the FIDE
-        ruleset the draw actions open to it (``offer_draw``, ``accept_draw``, ``decline_draw``,
-        ``claim_draw``). Empty once the game is over."""
+        ruleset the draw actions open to it (``offer_draw``, ``accept_draw``, ``decline_draw``, and
+        ``claim_draw`` when a claim on the position as it stands would succeed). Claims naming a move
+        (``claim_draw <move>``) are not listed: every legal move may be named in one, and the moves with
+        which it would succeed are :attr:`ChessView.claim_moves`. Empty once the game is over."""
         _check_seat(seat)
         if state.result is not None:
             return []
@@ -380,7 +403,7 @@ class ChessEngine:
             elif state.draw_offer != seat:
                 actions += [AcceptDraw.notation, DeclineDraw.notation]
             if turn and state.claimable_draw is not None:
-                actions.append(ClaimDraw.notation)
+                actions.append(CLAIM_DRAW)
             actions.sort()
         return actions
 
@@ -435,6 +458,7 @@ class ChessEngine:
         board = state._board
         over = state.result is not None
         legal = state._legal
+        fide = state.options.ruleset is Ruleset.FIDE
         return ChessView(
             fen=board.fen(),
             initial_fen=state.options.initial_fen,
@@ -452,6 +476,7 @@ class ChessEngine:
             ply_count=state.ply_count,
             halfmove_clock=board.halfmove_clock,
             outcome=state.result,
+            claim_moves=legal.claim_moves() if fide and not over else (),
         )
 
     def chance_needed(self, state: ChessState) -> ChanceRequest | None:
@@ -465,8 +490,12 @@ class ChessEngine:
         board = state._board
         if seat_of(board.turn) != seat:
             raise NotYourTurnError(f"it is {COLOR_NAMES[seat_of(board.turn)]}'s turn")
+        return self._play(state, seat, state._legal.resolve(action.notation), context)
+
+    def _play(self, state: ChessState, seat: int, move: chess.Move, context: ActionContext) -> ChessState:
+        """The state after ``seat``, to move, makes ``move``, one of the legal moves."""
+        board = state._board
         legal = state._legal
-        move = legal.resolve(action.notation)
         fide = state.options.ruleset is Ruleset.FIDE
         after = _successor(board, board.halfmove_clock if fide else 0)
         after.push(move)
@@ -484,7 +513,7 @@ class ChessEngine:
             draw_offer=draw_offer,
             result=result,
             remaining_ms=tuple(context.remaining_ms),
-            claimable_draw=_claimable_draw(after) if fide and result is None else None,
+            claimable_draw=_position_claim(after, True) if fide and result is None else None,
             _board=after,
             _legal=after_legal,
         )
@@ -519,16 +548,13 @@ class ChessEngine:
                     raise IllegalActionError(
                         f"only the player to move can claim a draw, and it is {COLOR_NAMES[turn]}'s turn"
                     )
+                if action.move is not None:
+                    return self._claim_with_move(state, seat, action.move, context)
                 claim = state.claimable_draw
                 if claim is None:
-                    raise IllegalActionError(
-                        "no draw can be claimed: the position has not occurred three times (nor would it "
-                        "after any move), and fifty moves have not passed without a capture or pawn move"
-                    )
+                    raise IllegalActionError(_refusal(state))
                 draw_offer = None
-                threefold = claim is Termination.THREEFOLD_REPETITION
-                rule = "threefold repetition" if threefold else "the fifty-move rule"
-                result = _draw(claim, f"{me} claimed a draw by {rule}")
+                result = _draw(claim, f"{me} claimed a draw by {_RULE_NAMES[claim]}")
         return ChessState(
             options=state.options,
             moves_uci=state.moves_uci,
@@ -540,6 +566,65 @@ class ChessEngine:
             _board=state._board,
             _legal=state._legal,
         )
+
+    def _claim_with_move(
+        self, state: ChessState, seat: int, notation: str, context: ActionContext
+    ) -> ChessState:
+        """A claim naming the move ``seat`` is about to make (FIDE 9.2.1.1, 9.3.1): the move must be legal.
+        The claim is judged on the position the move makes; if it holds, the game is drawn and the move is
+        not played (the claimant writes it down, does not make it); if not, the move is played, exactly as
+        if it had been made without a claim, and the game goes on (or ends on the board)."""
+        move = state._legal.resolve(notation)  # a move's own errors; nothing changes
+        played = self._play(state, seat, move, context)
+        after = played._board
+        if played.result is None:
+            claim = played.claimable_draw  # the same test, on the position after the move
+        else:  # fivefold or seventy-five: the claim holds all the same; mate or stalemate: it does not
+            claim = _position_claim(_successor(after, len(after.move_stack)), played._legal.has_moves())
+        if claim is None:
+            return played
+        san = played.moves_san[-1]
+        if claim is Termination.THREEFOLD_REPETITION:
+            what = "repeat the position a third time"
+        else:
+            what = "complete fifty moves without a capture or pawn move"
+        return ChessState(
+            options=state.options,
+            moves_uci=state.moves_uci,
+            moves_san=state.moves_san,
+            draw_offer=None,
+            result=_draw(
+                claim,
+                f"{COLOR_NAMES[seat]} claimed a draw by {_RULE_NAMES[claim]} with {san}, which would "
+                f"{what} (not played)",
+            ),
+            remaining_ms=tuple(context.remaining_ms),
+            claimable_draw=None,
+            _board=state._board,
+            _legal=state._legal,
+        )
+
+
+_RULE_NAMES = {
+    Termination.THREEFOLD_REPETITION: "threefold repetition",
+    Termination.FIFTY_MOVES: "the fifty-move rule",
+}
+
+
+def _refusal(state: ChessState) -> str:
+    """Why ``claim_draw`` without a move is refused in ``state``, with the way to claim with a move when
+    some move would complete a repetition or the fifty moves."""
+    text = (
+        "no draw can be claimed on this position: it has not occurred three times, and fifty moves have "
+        "not passed without a capture or pawn move"
+    )
+    claim_moves = state._legal.claim_moves()
+    if claim_moves:
+        text += (
+            f"; to claim with the move you are about to make, name it (e.g. {CLAIM_DRAW} {claim_moves[0]}): "
+            "if the claim is wrong, the move is played"
+        )
+    return text
 
 
 def _successor(board: chess.Board, history: int) -> chess.Board:
@@ -558,40 +643,89 @@ def _check_seat(seat: object) -> None:
         raise ValueError(f"chess has seats 0 (White) and 1 (Black), not {seat!r}")
 
 
-def _claimable_draw(board: chess.Board) -> Termination | None:
-    """The draw the side to move in ``board`` may claim, if any (threefold repetition first).
+def _position_claim(board: chess.Board, has_moves: bool) -> Termination | None:
+    """The draw that may be claimed on ``board``'s position as it stands, if any (threefold repetition
+    first): the position has occurred three times (``Board.is_repetition(3)``, python-chess's count over
+    the moves since the last irreversible one), or 100 half-moves have passed without a capture or pawn
+    move and the side to move has a legal move (``has_moves``), as ``Board.is_fifty_moves`` says.
 
-    ``board`` must not be shared yet: python-chess checks claims by pushing and popping moves.
+    ``board`` must not be shared yet: python-chess counts repetitions by popping and pushing moves.
     """
-    # A position recurs at the earliest four plies later, so a third occurrence now or after the next
-    # move needs seven reversible plies behind us; the fifty-move claim needs 99. Skip the costly checks
-    # when the history is shorter.
-    reversible = min(board.halfmove_clock, len(board.move_stack))
-    if reversible >= 7 and _may_recur(board) and board.can_claim_threefold_repetition():
+    # A position occurs a third time at the earliest eight plies after its first occurrence.
+    if board.halfmove_clock >= 8 and board.is_repetition(3):
         return Termination.THREEFOLD_REPETITION
-    if board.halfmove_clock >= 99 and board.can_claim_fifty_moves():
+    if board.halfmove_clock >= 100 and has_moves:
         return Termination.FIFTY_MOVES
     return None
 
 
-def _may_recur(board: chess.Board) -> bool:
-    """Whether two of the positions in ``board``'s history, the current one included, have the same pieces
-    on the same squares and the same side to move.
+def _claim_moves(board: chess.Board, legal: _LegalMoves) -> tuple[str, ...]:
+    """The legal moves of ``board`` (UCI, sorted) with which a claim would succeed: those after which
+    :func:`_position_claim` holds. ``board`` is only read (the checks run on a scratch copy).
 
-    A sound pre-filter for ``can_claim_threefold_repetition``, which counts the positions since the last
-    irreversible move (each a state of ``board``'s stack, or the current one) and claims only if one of
-    them occurred three times or a legal move reaches one that occurred twice: either needs two equal
-    positions among them, which this finds. Without it python-chess pushes and pops every legal move.
+    A capture or pawn move is never one: it makes a position that cannot have occurred before and
+    restarts the halfmove clock. Castling, or a move that loses a castling right (the rest of
+    python-chess's ``is_irreversible``), cannot repeat a position either, but may be the 100th quiet
+    half-move. A repetition needs a position with the opponent to move whose pieces stand as in two
+    earlier positions (:func:`_twice_seen`, read from the saved states without popping a move), and a move
+    that leaves the occupied squares as they were there (a few bit operations per move); only such a move
+    is made on the scratch board, where python-chess's ``is_repetition(3)`` decides. The fifty moves need
+    a halfmove clock of 99 or more; then every quiet move is made. Usually there is nothing to try.
+    """
+    reversible = min(board.halfmove_clock, len(board.move_stack))
+    twice = _twice_seen(board, not board.turn) if reversible >= 7 else frozenset()
+    fifty = board.halfmove_clock >= 99
+    if not twice and not fifty:
+        return ()
+    occupied = board.occupied
+    scratch: chess.Board | None = None
+    found = []
+    for move in legal.moves:
+        if board.is_zeroing(move):
+            continue  # a capture or pawn move: no repetition, and the halfmove clock restarts
+        # A quiet move that is not castling (castling needs a right, so it is irreversible) vacates its
+        # origin and fills its target.
+        repeats = (
+            bool(twice)
+            and ((occupied & ~chess.BB_SQUARES[move.from_square]) | chess.BB_SQUARES[move.to_square]) in twice
+            and not board.is_irreversible(move)
+        )
+        if not repeats and not fifty:
+            continue
+        if scratch is None:
+            scratch = _successor(board, len(board.move_stack))
+        scratch.push(move)
+        try:
+            # After a quiet move at 99, a mate or stalemate is not a claim: the move ends the game.
+            if (repeats and scratch.is_repetition(3)) or (fifty and any(scratch.generate_legal_moves())):
+                found.append(move.uci())
+        finally:
+            scratch.pop()
+    return tuple(found)  # legal.moves is sorted by UCI
+
+
+def _twice_seen(board: chess.Board, turn: chess.Color) -> frozenset[int]:
+    """The occupied squares (as a bitboard) of each arrangement of pieces that stands in two or more of the
+    positions in ``board``'s history with ``turn`` to move, the current one included if it has.
+
+    A sound pre-filter for a position with ``turn`` to move that has occurred twice: python-chess's
+    transposition key adds castling rights and a legal en-passant square to the pieces and the side to
+    move, so equal keys have equal pieces. It reads the saved states alone, without popping a move.
     """
     # The kings are the occupied squares that hold no other piece: equal elsewhere, equal there too.
-    white, black = board.occupied_co
-    seen = {(board.pawns, board.knights, board.bishops, board.rooks, board.queens, white, black, board.turn)}
+    seen = set()
+    twice = set()
+    if board.turn == turn:
+        white, black = board.occupied_co
+        seen.add((board.pawns, board.knights, board.bishops, board.rooks, board.queens, white, black))
     for s in board._stack:
-        key = (s.pawns, s.knights, s.bishops, s.rooks, s.queens, s.occupied_w, s.occupied_b, s.turn)
+        if s.turn != turn:
+            continue
+        key = (s.pawns, s.knights, s.bishops, s.rooks, s.queens, s.occupied_w, s.occupied_b)
         if key in seen:
-            return True
+            twice.add(s.occupied)
         seen.add(key)
-    return False
+    return frozenset(twice)
 
 
 def _board_outcome(

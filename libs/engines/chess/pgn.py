@@ -115,8 +115,8 @@ def export_pgn(
         tags["FEN"] = state.options.initial_fen
     if final is not None:
         tags["Termination"] = termination_text(final)
-    lines = [f'[{name} "{_escape(value)}"]' for name, value in tags.items()]
-    movetext = _wrap([*_move_tokens(state, clock_after_move_ms), tags["Result"]])
+    lines = [f'[{name} "{escape_tag(value)}"]' for name, value in tags.items()]
+    movetext = wrap([*_move_tokens(state, clock_after_move_ms), tags["Result"]])
     return "\n".join([*lines, "", *movetext]) + "\n"
 
 
@@ -140,7 +140,7 @@ def _move_tokens(state: ChessState, clocks: Sequence[int]) -> list[str]:
     return tokens
 
 
-def _wrap(tokens: Sequence[str]) -> list[str]:
+def wrap(tokens: Sequence[str]) -> list[str]:
     lines: list[str] = []
     line = ""
     for token in tokens:
@@ -154,7 +154,7 @@ def _wrap(tokens: Sequence[str]) -> list[str]:
     return lines
 
 
-def _escape(value: str) -> str:
+def escape_tag(value: str) -> str:
     flat = " ".join(value.splitlines())
     return flat.replace("\\", "\\\\").replace('"', '\\"')
 

@@ -181,7 +181,7 @@ def test_claiming_a_draw_is_not_a_move_and_earns_no_increment() -> None:
     marks = record.clock_marks
     black_before = record.clock.remaining_ms(1, at)
     claim_at = at + 3_000
-    record = act(record, 1, "claim_draw", claim_at)  # Ng8 would repeat the start a third time
+    record = act(record, 1, "claim_draw Ng8", claim_at)  # Ng8 would repeat the start a third time
     assert record.outcome is not None
     assert record.outcome.termination is Termination.THREEFOLD_REPETITION
     assert record.moves_made == (4, 3)

@@ -33,6 +33,8 @@ def reference_proto(view: ChessView) -> rules_pb2.View:
         ],
         can_claim_draw=view.can_claim_draw,
         ply=view.ply_count,
+        variant=chess_pb2.VARIANT_STANDARD,
+        claim_moves=getattr(view, "claim_moves", ()),
     )
     if view.draw_offer is not None:
         proto.draw_offer_by = view.draw_offer

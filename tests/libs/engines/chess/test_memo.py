@@ -80,12 +80,28 @@ def sorted_legal(board: chess.Board) -> dict[str, chess.Move]:
 
 
 def reference_claim(board: chess.Board) -> Termination | None:
-    """The FIDE claim the side to move has, by python-chess alone on a board with the whole history."""
-    if board.can_claim_threefold_repetition():
+    """The FIDE claim on the position as it stands (``claim_draw``), by python-chess alone on a board with
+    the whole history: the position occurred three times, or fifty moves each have passed."""
+    if board.is_repetition(3):
         return Termination.THREEFOLD_REPETITION
-    if board.can_claim_fifty_moves():
+    if board.is_fifty_moves():
         return Termination.FIFTY_MOVES
     return None
+
+
+def reference_claim_moves(board: chess.Board) -> dict[str, Termination]:
+    """The legal moves (UCI) a claim may name and succeed with, and the draw it claims: those after which
+    the position as it stands would be claimable. Every legal move is tried, and ``board`` is restored."""
+    claims = {}
+    for uci, move in sorted_legal(board).items():
+        board.push(move)
+        try:
+            claim = reference_claim(board)
+        finally:
+            board.pop()
+        if claim is not None:
+            claims[uci] = claim
+    return claims
 
 
 def reference_outcome(
@@ -163,9 +179,12 @@ def check_position(state: ChessState, reference: chess.Board, legal: dict[str, c
     if state.options.ruleset is Ruleset.FIDE:
         claim = reference_claim(reference)
         assert state.claimable_draw is claim
+        assert view.can_claim_draw == (claim is not None)
         assert ("claim_draw" in actions) == (claim is not None)
+        assert view.claim_moves == tuple(reference_claim_moves(reference))
     else:
         assert not DRAW_ACTIONS.keys() & set(actions)
+        assert view.claim_moves == ()
     return actions
 
 
@@ -197,7 +216,22 @@ def check_game(rng: random.Random, ruleset: Ruleset, start: str | None, max_plie
         move = legal[uci]
         san = reference.san(move)
         context = ActionContext(remaining_ms=(rng.choice((0, 1_000)), rng.choice((0, 1_000))))
-        after = CHESS.apply(state, seat, notation_for(rng, uci, reference), context)
+        notation = notation_for(rng, uci, reference)
+        # Now and then the move comes with a draw claim (FIDE): right, it ends the game and the move is not
+        # played; wrong, the move is played as if no claim had been made.
+        claims_with = state.options.ruleset is Ruleset.FIDE and rng.random() < 0.25
+        if claims_with:
+            with_move = reference_claim_moves(reference).get(uci)
+            claimed = CHESS.apply(state, seat, f"claim_draw {notation}", context)
+            if with_move is not None:
+                assert (claimed.moves_uci, claimed._legal) == (state.moves_uci, state._legal)
+                assert summary(claimed) == (with_move, None, None, None, (0.5, 0.5))
+                if served != "viewed":
+                    check_position(state, reference, legal)
+                return claimed
+            played = CHESS.apply(state, seat, notation, context)
+            assert (claimed, claimed.fen, claimed.moves_san) == (played, played.fen, played.moves_san)
+        after = CHESS.apply(state, seat, notation, context)
         assert after.moves_uci[-1] == uci
         assert after.moves_san[-1] == san
         if served != "viewed":
@@ -249,17 +283,22 @@ def test_the_random_games_reach_every_kind_of_end_and_claim() -> None:
     """The games above are not all alike: over fixed seeds they end in every way each ruleset has, FIDE
     claims included (so the comparisons of outcomes and claims compare something)."""
     ends: set[tuple[Ruleset, Termination]] = set()
+    claims: set[tuple[Termination, bool]] = set()  # (draw claimed, whether with a move)
     for seed in range(60):
         ruleset = (Ruleset.CONTEST, Ruleset.FIDE)[seed % 2]
         state = check_game(random.Random(seed), ruleset, STARTS[seed % len(STARTS)], max_plies=400)
         outcome = CHESS.outcome(state)
         if outcome is not None:
             ends.add((ruleset, outcome.cause or outcome.termination))
+            if "claimed" in outcome.detail:
+                claims.add((outcome.termination, "(not played)" in outcome.detail))
     contest = {Termination.CHECKMATE, Termination.STALEMATE, Termination.INSUFFICIENT_MATERIAL}
     contest.add(Termination.SEVENTYFIVE_MOVES)
-    fide = {Termination.CHECKMATE, Termination.DEAD_POSITION, Termination.FIVEFOLD_REPETITION}
-    fide |= {Termination.THREEFOLD_REPETITION, Termination.FIFTY_MOVES}
+    fide = {Termination.CHECKMATE, Termination.STALEMATE, Termination.DEAD_POSITION}
+    fide |= {Termination.FIVEFOLD_REPETITION, Termination.THREEFOLD_REPETITION, Termination.FIFTY_MOVES}
     assert ends == {(Ruleset.CONTEST, end) for end in contest} | {(Ruleset.FIDE, end) for end in fide}
+    both = {Termination.THREEFOLD_REPETITION, Termination.FIFTY_MOVES}
+    assert claims == {(claim, with_move) for claim in both for with_move in (True, False)}
 
 
 # -- once per state --------------------------------------------------------------------------------------

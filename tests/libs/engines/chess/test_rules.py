@@ -374,11 +374,17 @@ def test_fide_threefold_claim_on_the_third_occurrence() -> None:
     assert CHESS.outcome(claimed).detail == "White claimed a draw by threefold repetition"  # type: ignore[union-attr]
 
 
-def test_fide_threefold_claim_before_the_move_that_repeats() -> None:
-    """FIDE 9.2: a player may claim when their next move would make the third occurrence."""
+def test_fide_threefold_claim_before_the_move_that_repeats_names_the_move() -> None:
+    """FIDE 9.2.1.1: a player may claim when their next move would make the third occurrence, naming that
+    move, which is then not played. Without the move the claim is refused (tests/.../test_claims.py has
+    more)."""
     state = play(new(ruleset=FIDE), *(SHUFFLE * 2)[:-1])  # ...Ng8 would repeat the start a third time
     assert CHESS.to_move(state) == 1
-    assert_draw(CHESS.outcome(CHESS.apply(state, 1, ClaimDraw(), CLOCKS)), Termination.THREEFOLD_REPETITION)
+    with pytest.raises(IllegalActionError, match="name it"):
+        CHESS.apply(state, 1, ClaimDraw(), CLOCKS)
+    claimed = CHESS.apply(state, 1, ClaimDraw("Ng8"), CLOCKS)
+    assert_draw(CHESS.outcome(claimed), Termination.THREEFOLD_REPETITION)
+    assert claimed.moves_san == state.moves_san
 
 
 def test_fide_claim_refused_without_repetition_or_fifty_moves() -> None:
@@ -392,7 +398,7 @@ def test_fide_claim_refused_without_repetition_or_fifty_moves() -> None:
     ("fen", "claimable"),
     [
         ("4k3/8/8/8/8/8/8/R3K3 b - - 100 80", True),  # fifty moves each have passed
-        ("4k3/8/8/8/8/8/8/R3K3 w - - 99 80", True),  # the next quiet move completes them
+        ("4k3/8/8/8/8/8/8/R3K3 w - - 99 80", False),  # the next quiet move would: a claim names it
         ("4k3/8/8/8/8/8/8/R3K3 w - - 98 80", False),
     ],
 )

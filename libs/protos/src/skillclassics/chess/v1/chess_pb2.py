@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from skillclassics.validate.v1 import validate_pb2 as skillclassics_dot_validate_dot_v1_dot_validate__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"skillclassics/chess/v1/chess.proto\x12\x16skillclassics.chess.v1\x1a(skillclassics/validate/v1/validate.proto\"]\n\x0c\x43hessOptions\x12\x38\n\x07ruleset\x18\x01 \x01(\x0e\x32\x1f.skillclassics.chess.v1.RulesetB\x06\xc2\xc1\x18\x02\x38\x01\x12\x13\n\x0binitial_fen\x18\x02 \x01(\t\"i\n\x0b\x43hessAction\x12\x0e\n\x04move\x18\x01 \x01(\tH\x00\x12<\n\x04\x64raw\x18\x02 \x01(\x0e\x32\".skillclassics.chess.v1.DrawActionB\x08\xc2\xc1\x18\x04\x38\x01@\x01H\x00\x42\x0c\n\x04kind\x12\x04\xc8\xc1\x18\x01\"(\n\x08Material\x12\r\n\x05white\x18\x01 \x01(\r\x12\r\n\x05\x62lack\x18\x02 \x01(\r\"%\n\tLegalMove\x12\x0b\n\x03uci\x18\x01 \x01(\t\x12\x0b\n\x03san\x18\x02 \x01(\t\"\xd5\x02\n\tChessView\x12\x0b\n\x03\x66\x65n\x18\x01 \x01(\t\x12\x30\n\x07ruleset\x18\x02 \x01(\x0e\x32\x1f.skillclassics.chess.v1.Ruleset\x12\x11\n\tmoves_san\x18\x03 \x03(\t\x12\x11\n\tmoves_uci\x18\x04 \x03(\t\x12\x15\n\rlast_move_uci\x18\x05 \x01(\t\x12\r\n\x05\x63heck\x18\x06 \x01(\x08\x12\x32\n\x08material\x18\x07 \x01(\x0b\x32 .skillclassics.chess.v1.Material\x12\x36\n\x0blegal_moves\x18\x08 \x03(\x0b\x32!.skillclassics.chess.v1.LegalMove\x12\x1a\n\rdraw_offer_by\x18\t \x01(\rH\x00\x88\x01\x01\x12\x16\n\x0e\x63\x61n_claim_draw\x18\n \x01(\x08\x12\x0b\n\x03ply\x18\x0b \x01(\rB\x10\n\x0e_draw_offer_by*I\n\x07Ruleset\x12\x17\n\x13RULESET_UNSPECIFIED\x10\x00\x12\x13\n\x0fRULESET_CONTEST\x10\x01\x12\x10\n\x0cRULESET_FIDE\x10\x02*\x88\x01\n\nDrawAction\x12\x1b\n\x17\x44RAW_ACTION_UNSPECIFIED\x10\x00\x12\x15\n\x11\x44RAW_ACTION_OFFER\x10\x01\x12\x16\n\x12\x44RAW_ACTION_ACCEPT\x10\x02\x12\x17\n\x13\x44RAW_ACTION_DECLINE\x10\x03\x12\x15\n\x11\x44RAW_ACTION_CLAIM\x10\x04\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"skillclassics/chess/v1/chess.proto\x12\x16skillclassics.chess.v1\x1a(skillclassics/validate/v1/validate.proto\"\xd2\x01\n\x0c\x43hessOptions\x12\x38\n\x07ruleset\x18\x01 \x01(\x0e\x32\x1f.skillclassics.chess.v1.RulesetB\x06\xc2\xc1\x18\x02\x38\x01\x12\x13\n\x0binitial_fen\x18\x02 \x01(\t\x12\x38\n\x07variant\x18\x03 \x01(\x0e\x32\x1f.skillclassics.chess.v1.VariantB\x06\xc2\xc1\x18\x02\x38\x01\x12\x39\n\x08skirmish\x18\x04 \x01(\x0b\x32\'.skillclassics.chess.v1.SkirmishOptions\"\x94\x02\n\x0fSkirmishOptions\x12>\n\x06preset\x18\x01 \x01(\x0e\x32&.skillclassics.chess.v1.SkirmishPresetB\x06\xc2\xc1\x18\x02\x38\x01\x12\x0f\n\x07no_odds\x18\x02 \x01(\x08\x12\x43\n\tdraw_rule\x18\x03 \x01(\x0e\x32(.skillclassics.chess.v1.SkirmishDrawRuleB\x06\xc2\xc1\x18\x02\x38\x01\x12!\n\rclock_base_ms\x18\x04 \x01(\x03\x42\n\xc2\xc1\x18\x06(\x00\x30\xc0\xcf$\x12&\n\x12\x63lock_increment_ms\x18\x05 \x01(\x03\x42\n\xc2\xc1\x18\x06(\x00\x30\xe0\xd4\x03\x12 \n\x0c\x63ountdown_ms\x18\x06 \x01(\x03\x42\n\xc2\xc1\x18\x06(\x00\x30\xb0\xea\x01\"}\n\x0b\x43hessAction\x12\x0e\n\x04move\x18\x01 \x01(\tH\x00\x12<\n\x04\x64raw\x18\x02 \x01(\x0e\x32\".skillclassics.chess.v1.DrawActionB\x08\xc2\xc1\x18\x04\x38\x01@\x01H\x00\x12\x12\n\nclaim_move\x18\x03 \x01(\tB\x0c\n\x04kind\x12\x04\xc8\xc1\x18\x01\"(\n\x08Material\x12\r\n\x05white\x18\x01 \x01(\r\x12\r\n\x05\x62lack\x18\x02 \x01(\r\"%\n\tLegalMove\x12\x0b\n\x03uci\x18\x01 \x01(\t\x12\x0b\n\x03san\x18\x02 \x01(\t\"\xfb\x03\n\tChessView\x12\x0b\n\x03\x66\x65n\x18\x01 \x01(\t\x12\x30\n\x07ruleset\x18\x02 \x01(\x0e\x32\x1f.skillclassics.chess.v1.Ruleset\x12\x11\n\tmoves_san\x18\x03 \x03(\t\x12\x11\n\tmoves_uci\x18\x04 \x03(\t\x12\x15\n\rlast_move_uci\x18\x05 \x01(\t\x12\r\n\x05\x63heck\x18\x06 \x01(\x08\x12\x32\n\x08material\x18\x07 \x01(\x0b\x32 .skillclassics.chess.v1.Material\x12\x36\n\x0blegal_moves\x18\x08 \x03(\x0b\x32!.skillclassics.chess.v1.LegalMove\x12\x1a\n\rdraw_offer_by\x18\t \x01(\rH\x00\x88\x01\x01\x12\x16\n\x0e\x63\x61n_claim_draw\x18\n \x01(\x08\x12\x0b\n\x03ply\x18\x0b \x01(\r\x12\x30\n\x07variant\x18\x0c \x01(\x0e\x32\x1f.skillclassics.chess.v1.Variant\x12*\n\x04\x64uel\x18\r \x01(\x0b\x32\x1c.skillclassics.chess.v1.Duel\x12\x31\n\x05\x64uels\x18\x0e \x03(\x0b\x32\".skillclassics.chess.v1.DuelRecord\x12\x13\n\x0b\x63laim_moves\x18\x0f \x03(\tB\x10\n\x0e_draw_offer_by\"\xc8\x02\n\x04\x44uel\x12\x13\n\x0b\x63\x61pture_uci\x18\x01 \x01(\t\x12\x13\n\x0b\x63\x61pture_san\x18\x02 \x01(\t\x12\x10\n\x08\x61ttacker\x18\x03 \x01(\t\x12\x10\n\x08\x64\x65\x66\x65nder\x18\x04 \x01(\t\x12\x12\n\nwhite_seat\x18\x05 \x01(\r\x12\x12\n\nblack_seat\x18\x06 \x01(\r\x12\x0b\n\x03\x66\x65n\x18\x07 \x01(\t\x12\x36\n\x06preset\x18\x08 \x01(\x0e\x32&.skillclassics.chess.v1.SkirmishPreset\x12\x14\n\x0codds_removed\x18\t \x03(\t\x12\x11\n\tmoves_san\x18\n \x03(\t\x12\x11\n\tmoves_uci\x18\x0b \x03(\t\x12\x0b\n\x03ply\x18\x0c \x01(\r\x12\x10\n\x08\x63lock_ms\x18\r \x03(\x03\x12\x15\n\rcounting_down\x18\x0e \x01(\x08\x12\x13\n\x0blegal_moves\x18\x0f \x03(\t\"\x8a\x01\n\nDuelRecord\x12\x13\n\x0b\x63\x61pture_san\x18\x01 \x01(\t\x12\x34\n\x07outcome\x18\x02 \x01(\x0e\x32#.skillclassics.chess.v1.DuelOutcome\x12\x0b\n\x03\x65nd\x18\x03 \x01(\t\x12\x11\n\tstart_fen\x18\x04 \x01(\t\x12\x11\n\tmoves_san\x18\x05 \x03(\t*I\n\x07Ruleset\x12\x17\n\x13RULESET_UNSPECIFIED\x10\x00\x12\x13\n\x0fRULESET_CONTEST\x10\x01\x12\x10\n\x0cRULESET_FIDE\x10\x02*N\n\x07Variant\x12\x17\n\x13VARIANT_UNSPECIFIED\x10\x00\x12\x14\n\x10VARIANT_STANDARD\x10\x01\x12\x14\n\x10VARIANT_SKIRMISH\x10\x02*\xe4\x01\n\x0eSkirmishPreset\x12\x1f\n\x1bSKIRMISH_PRESET_UNSPECIFIED\x10\x00\x12\x1b\n\x17SKIRMISH_PRESET_CLASSIC\x10\x01\x12\x1c\n\x18SKIRMISH_PRESET_FORTRESS\x10\x02\x12\x1d\n\x19SKIRMISH_PRESET_SPEARHEAD\x10\x03\x12\x19\n\x15SKIRMISH_PRESET_WINGS\x10\x04\x12 \n\x1cSKIRMISH_PRESET_CENTER_CLASH\x10\x05\x12\x1a\n\x16SKIRMISH_PRESET_RANDOM\x10\x06*\xa3\x01\n\x10SkirmishDrawRule\x12\"\n\x1eSKIRMISH_DRAW_RULE_UNSPECIFIED\x10\x00\x12#\n\x1fSKIRMISH_DRAW_RULE_BOTH_REMOVED\x10\x01\x12 \n\x1cSKIRMISH_DRAW_RULE_BOTH_STAY\x10\x02\x12$\n SKIRMISH_DRAW_RULE_DEFENDER_WINS\x10\x03*\x88\x01\n\nDrawAction\x12\x1b\n\x17\x44RAW_ACTION_UNSPECIFIED\x10\x00\x12\x15\n\x11\x44RAW_ACTION_OFFER\x10\x01\x12\x16\n\x12\x44RAW_ACTION_ACCEPT\x10\x02\x12\x17\n\x13\x44RAW_ACTION_DECLINE\x10\x03\x12\x15\n\x11\x44RAW_ACTION_CLAIM\x10\x04*\x80\x01\n\x0b\x44uelOutcome\x12\x1c\n\x18\x44UEL_OUTCOME_UNSPECIFIED\x10\x00\x12\x1d\n\x19\x44UEL_OUTCOME_ATTACKER_WON\x10\x01\x12\x1d\n\x19\x44UEL_OUTCOME_DEFENDER_WON\x10\x02\x12\x15\n\x11\x44UEL_OUTCOME_DRAW\x10\x03\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,22 +34,48 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_CHESSOPTIONS'].fields_by_name['ruleset']._loaded_options = None
   _globals['_CHESSOPTIONS'].fields_by_name['ruleset']._serialized_options = b'\302\301\030\0028\001'
+  _globals['_CHESSOPTIONS'].fields_by_name['variant']._loaded_options = None
+  _globals['_CHESSOPTIONS'].fields_by_name['variant']._serialized_options = b'\302\301\030\0028\001'
+  _globals['_SKIRMISHOPTIONS'].fields_by_name['preset']._loaded_options = None
+  _globals['_SKIRMISHOPTIONS'].fields_by_name['preset']._serialized_options = b'\302\301\030\0028\001'
+  _globals['_SKIRMISHOPTIONS'].fields_by_name['draw_rule']._loaded_options = None
+  _globals['_SKIRMISHOPTIONS'].fields_by_name['draw_rule']._serialized_options = b'\302\301\030\0028\001'
+  _globals['_SKIRMISHOPTIONS'].fields_by_name['clock_base_ms']._loaded_options = None
+  _globals['_SKIRMISHOPTIONS'].fields_by_name['clock_base_ms']._serialized_options = b'\302\301\030\006(\0000\300\317$'
+  _globals['_SKIRMISHOPTIONS'].fields_by_name['clock_increment_ms']._loaded_options = None
+  _globals['_SKIRMISHOPTIONS'].fields_by_name['clock_increment_ms']._serialized_options = b'\302\301\030\006(\0000\340\324\003'
+  _globals['_SKIRMISHOPTIONS'].fields_by_name['countdown_ms']._loaded_options = None
+  _globals['_SKIRMISHOPTIONS'].fields_by_name['countdown_ms']._serialized_options = b'\302\301\030\006(\0000\260\352\001'
   _globals['_CHESSACTION'].oneofs_by_name['kind']._loaded_options = None
   _globals['_CHESSACTION'].oneofs_by_name['kind']._serialized_options = b'\310\301\030\001'
   _globals['_CHESSACTION'].fields_by_name['draw']._loaded_options = None
   _globals['_CHESSACTION'].fields_by_name['draw']._serialized_options = b'\302\301\030\0048\001@\001'
-  _globals['_RULESET']._serialized_start=731
-  _globals['_RULESET']._serialized_end=804
-  _globals['_DRAWACTION']._serialized_start=807
-  _globals['_DRAWACTION']._serialized_end=943
-  _globals['_CHESSOPTIONS']._serialized_start=104
-  _globals['_CHESSOPTIONS']._serialized_end=197
-  _globals['_CHESSACTION']._serialized_start=199
-  _globals['_CHESSACTION']._serialized_end=304
-  _globals['_MATERIAL']._serialized_start=306
-  _globals['_MATERIAL']._serialized_end=346
-  _globals['_LEGALMOVE']._serialized_start=348
-  _globals['_LEGALMOVE']._serialized_end=385
-  _globals['_CHESSVIEW']._serialized_start=388
-  _globals['_CHESSVIEW']._serialized_end=729
+  _globals['_RULESET']._serialized_start=1786
+  _globals['_RULESET']._serialized_end=1859
+  _globals['_VARIANT']._serialized_start=1861
+  _globals['_VARIANT']._serialized_end=1939
+  _globals['_SKIRMISHPRESET']._serialized_start=1942
+  _globals['_SKIRMISHPRESET']._serialized_end=2170
+  _globals['_SKIRMISHDRAWRULE']._serialized_start=2173
+  _globals['_SKIRMISHDRAWRULE']._serialized_end=2336
+  _globals['_DRAWACTION']._serialized_start=2339
+  _globals['_DRAWACTION']._serialized_end=2475
+  _globals['_DUELOUTCOME']._serialized_start=2478
+  _globals['_DUELOUTCOME']._serialized_end=2606
+  _globals['_CHESSOPTIONS']._serialized_start=105
+  _globals['_CHESSOPTIONS']._serialized_end=315
+  _globals['_SKIRMISHOPTIONS']._serialized_start=318
+  _globals['_SKIRMISHOPTIONS']._serialized_end=594
+  _globals['_CHESSACTION']._serialized_start=596
+  _globals['_CHESSACTION']._serialized_end=721
+  _globals['_MATERIAL']._serialized_start=723
+  _globals['_MATERIAL']._serialized_end=763
+  _globals['_LEGALMOVE']._serialized_start=765
+  _globals['_LEGALMOVE']._serialized_end=802
+  _globals['_CHESSVIEW']._serialized_start=805
+  _globals['_CHESSVIEW']._serialized_end=1312
+  _globals['_DUEL']._serialized_start=1315
+  _globals['_DUEL']._serialized_end=1643
+  _globals['_DUELRECORD']._serialized_start=1646
+  _globals['_DUELRECORD']._serialized_end=1784
 # @@protoc_insertion_point(module_scope)

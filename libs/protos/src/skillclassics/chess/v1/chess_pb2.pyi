@@ -47,6 +47,102 @@ RULESET_FIDE: Ruleset.ValueType  # 2
 """The FIDE laws: draw offers and claims, automatic fivefold / seventy-five-move draws."""
 Global___Ruleset: _TypeAlias = Ruleset  # noqa: Y015
 
+class _Variant:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _VariantEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Variant.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    VARIANT_UNSPECIFIED: _Variant.ValueType  # 0
+    """Not set: standard chess."""
+    VARIANT_STANDARD: _Variant.ValueType  # 1
+    """Standard chess under the table's ruleset."""
+    VARIANT_SKIRMISH: _Variant.ValueType  # 2
+    """Skirmish Chess (docs/skirmish.md): FIDE chess on the main board, every capture decided by a 5x5
+    duel. The ruleset is always FIDE's main-board laws.
+    """
+
+class Variant(_Variant, metaclass=_VariantEnumTypeWrapper):
+    """Variant is the kind of chess a table plays."""
+
+VARIANT_UNSPECIFIED: Variant.ValueType  # 0
+"""Not set: standard chess."""
+VARIANT_STANDARD: Variant.ValueType  # 1
+"""Standard chess under the table's ruleset."""
+VARIANT_SKIRMISH: Variant.ValueType  # 2
+"""Skirmish Chess (docs/skirmish.md): FIDE chess on the main board, every capture decided by a 5x5
+duel. The ruleset is always FIDE's main-board laws.
+"""
+Global___Variant: _TypeAlias = Variant  # noqa: Y015
+
+class _SkirmishPreset:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _SkirmishPresetEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_SkirmishPreset.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    SKIRMISH_PRESET_UNSPECIFIED: _SkirmishPreset.ValueType  # 0
+    """Not set: classic."""
+    SKIRMISH_PRESET_CLASSIC: _SkirmishPreset.ValueType  # 1
+    """Gardner minichess: rnbqk/ppppp/5/PPPPP/RNBQK."""
+    SKIRMISH_PRESET_FORTRESS: _SkirmishPreset.ValueType  # 2
+    """rbkbr/ppppp/5/PPPPP/RBKBR."""
+    SKIRMISH_PRESET_SPEARHEAD: _SkirmishPreset.ValueType  # 3
+    """1nqn1/ppkpp/5/PPKPP/1NQN1."""
+    SKIRMISH_PRESET_WINGS: _SkirmishPreset.ValueType  # 4
+    """rb1br/1pkp1/5/1PKP1/RB1BR."""
+    SKIRMISH_PRESET_CENTER_CLASH: _SkirmishPreset.ValueType  # 5
+    """n1k1n/1pqp1/5/1PQP1/N1K1N."""
+    SKIRMISH_PRESET_RANDOM: _SkirmishPreset.ValueType  # 6
+    """Drawn for each duel from the match's fairness stream (stream "skirmish")."""
+
+class SkirmishPreset(_SkirmishPreset, metaclass=_SkirmishPresetEnumTypeWrapper):
+    """SkirmishPreset is the 5x5 setup every duel of a match starts from (docs/skirmish-duel.md)."""
+
+SKIRMISH_PRESET_UNSPECIFIED: SkirmishPreset.ValueType  # 0
+"""Not set: classic."""
+SKIRMISH_PRESET_CLASSIC: SkirmishPreset.ValueType  # 1
+"""Gardner minichess: rnbqk/ppppp/5/PPPPP/RNBQK."""
+SKIRMISH_PRESET_FORTRESS: SkirmishPreset.ValueType  # 2
+"""rbkbr/ppppp/5/PPPPP/RBKBR."""
+SKIRMISH_PRESET_SPEARHEAD: SkirmishPreset.ValueType  # 3
+"""1nqn1/ppkpp/5/PPKPP/1NQN1."""
+SKIRMISH_PRESET_WINGS: SkirmishPreset.ValueType  # 4
+"""rb1br/1pkp1/5/1PKP1/RB1BR."""
+SKIRMISH_PRESET_CENTER_CLASH: SkirmishPreset.ValueType  # 5
+"""n1k1n/1pqp1/5/1PQP1/N1K1N."""
+SKIRMISH_PRESET_RANDOM: SkirmishPreset.ValueType  # 6
+"""Drawn for each duel from the match's fairness stream (stream "skirmish")."""
+Global___SkirmishPreset: _TypeAlias = SkirmishPreset  # noqa: Y015
+
+class _SkirmishDrawRule:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _SkirmishDrawRuleEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_SkirmishDrawRule.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    SKIRMISH_DRAW_RULE_UNSPECIFIED: _SkirmishDrawRule.ValueType  # 0
+    """Not set: both pieces stay."""
+    SKIRMISH_DRAW_RULE_BOTH_REMOVED: _SkirmishDrawRule.ValueType  # 1
+    """Both the attacker and the defender are removed from the main board."""
+    SKIRMISH_DRAW_RULE_BOTH_STAY: _SkirmishDrawRule.ValueType  # 2
+    """Both stay where they were; the turn passes."""
+    SKIRMISH_DRAW_RULE_DEFENDER_WINS: _SkirmishDrawRule.ValueType  # 3
+    """As if the defender had won: the attacker is removed."""
+
+class SkirmishDrawRule(_SkirmishDrawRule, metaclass=_SkirmishDrawRuleEnumTypeWrapper):
+    """SkirmishDrawRule is what a drawn duel does to the capture it decides."""
+
+SKIRMISH_DRAW_RULE_UNSPECIFIED: SkirmishDrawRule.ValueType  # 0
+"""Not set: both pieces stay."""
+SKIRMISH_DRAW_RULE_BOTH_REMOVED: SkirmishDrawRule.ValueType  # 1
+"""Both the attacker and the defender are removed from the main board."""
+SKIRMISH_DRAW_RULE_BOTH_STAY: SkirmishDrawRule.ValueType  # 2
+"""Both stay where they were; the turn passes."""
+SKIRMISH_DRAW_RULE_DEFENDER_WINS: SkirmishDrawRule.ValueType  # 3
+"""As if the defender had won: the attacker is removed."""
+Global___SkirmishDrawRule: _TypeAlias = SkirmishDrawRule  # noqa: Y015
+
 class _DrawAction:
     ValueType = _typing.NewType("ValueType", _builtins.int)
     V: _TypeAlias = ValueType  # noqa: Y015
@@ -79,6 +175,34 @@ DRAW_ACTION_CLAIM: DrawAction.ValueType  # 4
 """Claim a draw by threefold repetition or the fifty-move rule (the player to move)."""
 Global___DrawAction: _TypeAlias = DrawAction  # noqa: Y015
 
+class _DuelOutcome:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _DuelOutcomeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_DuelOutcome.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    DUEL_OUTCOME_UNSPECIFIED: _DuelOutcome.ValueType  # 0
+    """Not decided yet."""
+    DUEL_OUTCOME_ATTACKER_WON: _DuelOutcome.ValueType  # 1
+    """The attacker won: the capture happened ("+" in the move's SAN)."""
+    DUEL_OUTCOME_DEFENDER_WON: _DuelOutcome.ValueType  # 2
+    """The defender won: the attacker was removed ("-")."""
+    DUEL_OUTCOME_DRAW: _DuelOutcome.ValueType  # 3
+    """A draw, resolved by the table's draw rule ("=")."""
+
+class DuelOutcome(_DuelOutcome, metaclass=_DuelOutcomeEnumTypeWrapper):
+    """DuelOutcome is how a Skirmish Chess duel ended for the capture it decided."""
+
+DUEL_OUTCOME_UNSPECIFIED: DuelOutcome.ValueType  # 0
+"""Not decided yet."""
+DUEL_OUTCOME_ATTACKER_WON: DuelOutcome.ValueType  # 1
+"""The attacker won: the capture happened ("+" in the move's SAN)."""
+DUEL_OUTCOME_DEFENDER_WON: DuelOutcome.ValueType  # 2
+"""The defender won: the attacker was removed ("-")."""
+DUEL_OUTCOME_DRAW: DuelOutcome.ValueType  # 3
+"""A draw, resolved by the table's draw rule ("=")."""
+Global___DuelOutcome: _TypeAlias = DuelOutcome  # noqa: Y015
+
 @_typing.final
 class ChessOptions(_message.Message):
     """ChessOptions are the chess options of a match."""
@@ -87,25 +211,89 @@ class ChessOptions(_message.Message):
 
     RULESET_FIELD_NUMBER: _builtins.int
     INITIAL_FEN_FIELD_NUMBER: _builtins.int
+    VARIANT_FIELD_NUMBER: _builtins.int
+    SKIRMISH_FIELD_NUMBER: _builtins.int
     ruleset: Global___Ruleset.ValueType
     """Unspecified means contest.
     Rules: a defined value.
     """
     initial_fen: _builtins.str
     """A starting position in FEN (tournaments, tests); empty for the standard position."""
+    variant: Global___Variant.ValueType
+    """The variant: standard chess (the default) or Skirmish Chess.
+    Rules: a defined value.
+    """
+    @_builtins.property
+    def skirmish(self) -> Global___SkirmishOptions:
+        """Skirmish Chess's own options (only with VARIANT_SKIRMISH; unset: the defaults)."""
+
     def __init__(
         self,
         *,
         ruleset: Global___Ruleset.ValueType = ...,
         initial_fen: _builtins.str = ...,
+        variant: Global___Variant.ValueType = ...,
+        skirmish: Global___SkirmishOptions | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["skirmish", b"skirmish"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["initial_fen", b"initial_fen", "ruleset", b"ruleset"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["initial_fen", b"initial_fen", "ruleset", b"ruleset", "skirmish", b"skirmish", "variant", b"variant"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ChessOptions: _TypeAlias = ChessOptions  # noqa: Y015
+
+@_typing.final
+class SkirmishOptions(_message.Message):
+    """SkirmishOptions are Skirmish Chess's options. The main clock is the match's time control."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PRESET_FIELD_NUMBER: _builtins.int
+    NO_ODDS_FIELD_NUMBER: _builtins.int
+    DRAW_RULE_FIELD_NUMBER: _builtins.int
+    CLOCK_BASE_MS_FIELD_NUMBER: _builtins.int
+    CLOCK_INCREMENT_MS_FIELD_NUMBER: _builtins.int
+    COUNTDOWN_MS_FIELD_NUMBER: _builtins.int
+    preset: Global___SkirmishPreset.ValueType
+    """The duels' setup.
+    Rules: a defined value.
+    """
+    no_odds: _builtins.bool
+    """Turn the odds by capture pair off (by default the weaker piece's side starts with pawns removed)."""
+    draw_rule: Global___SkirmishDrawRule.ValueType
+    """What a drawn duel does.
+    Rules: a defined value.
+    """
+    clock_base_ms: _builtins.int
+    """Each side's duel clock, fresh for every duel (0: 60 s); at most 10 minutes.
+    Rules: from 0 to 600000.
+    """
+    clock_increment_ms: _builtins.int
+    """Added after each duel move; at most 60 s.
+    Rules: from 0 to 60000.
+    """
+    countdown_ms: _builtins.int
+    """A pause before each duel, in which nobody moves (0: none); at most 30 s.
+    Rules: from 0 to 30000.
+    """
+    def __init__(
+        self,
+        *,
+        preset: Global___SkirmishPreset.ValueType = ...,
+        no_odds: _builtins.bool = ...,
+        draw_rule: Global___SkirmishDrawRule.ValueType = ...,
+        clock_base_ms: _builtins.int = ...,
+        clock_increment_ms: _builtins.int = ...,
+        countdown_ms: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["clock_base_ms", b"clock_base_ms", "clock_increment_ms", b"clock_increment_ms", "countdown_ms", b"countdown_ms", "draw_rule", b"draw_rule", "no_odds", b"no_odds", "preset", b"preset"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SkirmishOptions: _TypeAlias = SkirmishOptions  # noqa: Y015
 
 @_typing.final
 class ChessAction(_message.Message):
@@ -115,21 +303,28 @@ class ChessAction(_message.Message):
 
     MOVE_FIELD_NUMBER: _builtins.int
     DRAW_FIELD_NUMBER: _builtins.int
+    CLAIM_MOVE_FIELD_NUMBER: _builtins.int
     move: _builtins.str
     """A move in UCI (e2e4, e7e8q) or SAN (Nf3, O-O, e8=Q). A promotion must name its piece."""
     draw: Global___DrawAction.ValueType
     """A draw offer, answer or claim; only under RULESET_FIDE (refused under contest rules).
     Rules: not DRAW_ACTION_UNSPECIFIED; a defined value.
     """
+    claim_move: _builtins.str
+    """With DRAW_ACTION_CLAIM: the move (UCI or SAN) the claim is made with, when the repetition or the
+    fifty moves would be completed by that move (FIDE: the claimant names it and cannot change it; a
+    wrong claim plays it). Empty: a claim on the position as it stands.
+    """
     def __init__(
         self,
         *,
         move: _builtins.str = ...,
         draw: Global___DrawAction.ValueType = ...,
+        claim_move: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["draw", b"draw", "kind", b"kind", "move", b"move"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["draw", b"draw", "kind", b"kind", "move", b"move"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["claim_move", b"claim_move", "draw", b"draw", "kind", b"kind", "move", b"move"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["move", "draw"]  # noqa: Y015
     _WhichOneofArgType_kind: _TypeAlias = _typing.Literal["kind", b"kind"]  # noqa: Y015
@@ -206,6 +401,10 @@ class ChessView(_message.Message):
     DRAW_OFFER_BY_FIELD_NUMBER: _builtins.int
     CAN_CLAIM_DRAW_FIELD_NUMBER: _builtins.int
     PLY_FIELD_NUMBER: _builtins.int
+    VARIANT_FIELD_NUMBER: _builtins.int
+    DUEL_FIELD_NUMBER: _builtins.int
+    DUELS_FIELD_NUMBER: _builtins.int
+    CLAIM_MOVES_FIELD_NUMBER: _builtins.int
     fen: _builtins.str
     """The current position in FEN."""
     ruleset: Global___Ruleset.ValueType
@@ -220,6 +419,8 @@ class ChessView(_message.Message):
     """Whether the side to move may claim a draw now (FIDE)."""
     ply: _builtins.int
     """Half-moves played so far (0 before the first move)."""
+    variant: Global___Variant.ValueType
+    """The match's variant (never VARIANT_UNSPECIFIED)."""
     @_builtins.property
     def moves_san(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Every move played so far in SAN, in order (empty before the first move)."""
@@ -236,6 +437,18 @@ class ChessView(_message.Message):
     def legal_moves(self) -> _containers.RepeatedCompositeFieldContainer[Global___LegalMove]:
         """The legal moves of the side to move."""
 
+    @_builtins.property
+    def duel(self) -> Global___Duel:
+        """Skirmish Chess: the duel being played, while one is (unset otherwise)."""
+
+    @_builtins.property
+    def duels(self) -> _containers.RepeatedCompositeFieldContainer[Global___DuelRecord]:
+        """Skirmish Chess: every duel played so far, in order (the record keeps each duel's moves)."""
+
+    @_builtins.property
+    def claim_moves(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The moves with which a draw claim would succeed now (FIDE), in UCI."""
+
     def __init__(
         self,
         *,
@@ -250,13 +463,149 @@ class ChessView(_message.Message):
         draw_offer_by: _builtins.int | None = ...,
         can_claim_draw: _builtins.bool = ...,
         ply: _builtins.int = ...,
+        variant: Global___Variant.ValueType = ...,
+        duel: Global___Duel | None = ...,
+        duels: _abc.Iterable[Global___DuelRecord] | None = ...,
+        claim_moves: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_draw_offer_by", b"_draw_offer_by", "draw_offer_by", b"draw_offer_by", "material", b"material"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_draw_offer_by", b"_draw_offer_by", "draw_offer_by", b"draw_offer_by", "duel", b"duel", "material", b"material"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_draw_offer_by", b"_draw_offer_by", "can_claim_draw", b"can_claim_draw", "check", b"check", "draw_offer_by", b"draw_offer_by", "fen", b"fen", "last_move_uci", b"last_move_uci", "legal_moves", b"legal_moves", "material", b"material", "moves_san", b"moves_san", "moves_uci", b"moves_uci", "ply", b"ply", "ruleset", b"ruleset"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_draw_offer_by", b"_draw_offer_by", "can_claim_draw", b"can_claim_draw", "check", b"check", "claim_moves", b"claim_moves", "draw_offer_by", b"draw_offer_by", "duel", b"duel", "duels", b"duels", "fen", b"fen", "last_move_uci", b"last_move_uci", "legal_moves", b"legal_moves", "material", b"material", "moves_san", b"moves_san", "moves_uci", b"moves_uci", "ply", b"ply", "ruleset", b"ruleset", "variant", b"variant"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__draw_offer_by: _TypeAlias = _typing.Literal["draw_offer_by"]  # noqa: Y015
     _WhichOneofArgType__draw_offer_by: _TypeAlias = _typing.Literal["_draw_offer_by", b"_draw_offer_by"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType__draw_offer_by) -> _WhichOneofReturnType__draw_offer_by | None: ...
 
 Global___ChessView: _TypeAlias = ChessView  # noqa: Y015
+
+@_typing.final
+class Duel(_message.Message):
+    """Duel is a Skirmish Chess duel as everyone sees it (nothing is hidden)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CAPTURE_UCI_FIELD_NUMBER: _builtins.int
+    CAPTURE_SAN_FIELD_NUMBER: _builtins.int
+    ATTACKER_FIELD_NUMBER: _builtins.int
+    DEFENDER_FIELD_NUMBER: _builtins.int
+    WHITE_SEAT_FIELD_NUMBER: _builtins.int
+    BLACK_SEAT_FIELD_NUMBER: _builtins.int
+    FEN_FIELD_NUMBER: _builtins.int
+    PRESET_FIELD_NUMBER: _builtins.int
+    ODDS_REMOVED_FIELD_NUMBER: _builtins.int
+    MOVES_SAN_FIELD_NUMBER: _builtins.int
+    MOVES_UCI_FIELD_NUMBER: _builtins.int
+    PLY_FIELD_NUMBER: _builtins.int
+    CLOCK_MS_FIELD_NUMBER: _builtins.int
+    COUNTING_DOWN_FIELD_NUMBER: _builtins.int
+    LEGAL_MOVES_FIELD_NUMBER: _builtins.int
+    capture_uci: _builtins.str
+    """The capture attempt on the main board, in UCI (e.g. "f1b5")."""
+    capture_san: _builtins.str
+    """The same in SAN without its outcome mark (e.g. "Bxb5")."""
+    attacker: _builtins.str
+    """The attacking piece: upper case for White's on the main board, e.g. "B"."""
+    defender: _builtins.str
+    """The defending piece, in the same letters (e.g. "p")."""
+    white_seat: _builtins.int
+    """The seat playing White in the duel: the attacker's owner, whatever its main-board colour."""
+    black_seat: _builtins.int
+    """The seat playing Black in the duel: the defender's owner."""
+    fen: _builtins.str
+    """The 5x5 position, rank 5 first, with " w" or " b" (docs/skirmish-duel.md)."""
+    preset: Global___SkirmishPreset.ValueType
+    """The preset it started from."""
+    ply: _builtins.int
+    """Half-moves played (the duel is drawn after 16)."""
+    counting_down: _builtins.bool
+    """True while the countdown before the duel runs (nobody may move)."""
+    @_builtins.property
+    def odds_removed(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The 5x5 squares of the pawns the odds removed (e.g. "c4")."""
+
+    @_builtins.property
+    def moves_san(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The duel's moves so far, in SAN."""
+
+    @_builtins.property
+    def moves_uci(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The same moves in UCI."""
+
+    @_builtins.property
+    def clock_ms(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """Each side's duel clock as of the latest duel event: index 0 the duel's White, 1 its Black. The
+        side to move's clock runs from that event (MatchUpdate.phase_deadline_ms says when it falls).
+        """
+
+    @_builtins.property
+    def legal_moves(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The legal duel moves of the side to move, in UCI (the update's legal_actions list them for the
+        seat that may play them).
+        """
+
+    def __init__(
+        self,
+        *,
+        capture_uci: _builtins.str = ...,
+        capture_san: _builtins.str = ...,
+        attacker: _builtins.str = ...,
+        defender: _builtins.str = ...,
+        white_seat: _builtins.int = ...,
+        black_seat: _builtins.int = ...,
+        fen: _builtins.str = ...,
+        preset: Global___SkirmishPreset.ValueType = ...,
+        odds_removed: _abc.Iterable[_builtins.str] | None = ...,
+        moves_san: _abc.Iterable[_builtins.str] | None = ...,
+        moves_uci: _abc.Iterable[_builtins.str] | None = ...,
+        ply: _builtins.int = ...,
+        clock_ms: _abc.Iterable[_builtins.int] | None = ...,
+        counting_down: _builtins.bool = ...,
+        legal_moves: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attacker", b"attacker", "black_seat", b"black_seat", "capture_san", b"capture_san", "capture_uci", b"capture_uci", "clock_ms", b"clock_ms", "counting_down", b"counting_down", "defender", b"defender", "fen", b"fen", "legal_moves", b"legal_moves", "moves_san", b"moves_san", "moves_uci", b"moves_uci", "odds_removed", b"odds_removed", "ply", b"ply", "preset", b"preset", "white_seat", b"white_seat"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Duel: _TypeAlias = Duel  # noqa: Y015
+
+@_typing.final
+class DuelRecord(_message.Message):
+    """DuelRecord is a finished duel."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CAPTURE_SAN_FIELD_NUMBER: _builtins.int
+    OUTCOME_FIELD_NUMBER: _builtins.int
+    END_FIELD_NUMBER: _builtins.int
+    START_FEN_FIELD_NUMBER: _builtins.int
+    MOVES_SAN_FIELD_NUMBER: _builtins.int
+    capture_san: _builtins.str
+    """The main-board move, in SAN with its outcome mark (e.g. "Bxb5-")."""
+    outcome: Global___DuelOutcome.ValueType
+    """How the duel ended for the capture."""
+    end: _builtins.str
+    """How the duel itself ended: king_captured, no_moves, repetition, ply_limit or timeout."""
+    start_fen: _builtins.str
+    """The 5x5 position it started from (odds applied)."""
+    @_builtins.property
+    def moves_san(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Its moves in SAN."""
+
+    def __init__(
+        self,
+        *,
+        capture_san: _builtins.str = ...,
+        outcome: Global___DuelOutcome.ValueType = ...,
+        end: _builtins.str = ...,
+        start_fen: _builtins.str = ...,
+        moves_san: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["capture_san", b"capture_san", "end", b"end", "moves_san", b"moves_san", "outcome", b"outcome", "start_fen", b"start_fen"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DuelRecord: _TypeAlias = DuelRecord  # noqa: Y015

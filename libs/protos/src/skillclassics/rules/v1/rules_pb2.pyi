@@ -129,6 +129,10 @@ class _TerminationEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Terminati
     """Game of the Generals: a draw by the 5-move or the 16-move perpetual chase (Result.detail says which)."""
     TERMINATION_NO_CHALLENGES: _Termination.ValueType  # 26
     """Game of the Generals: a draw after 30 moves by each side without a challenge."""
+    TERMINATION_KING_CAPTURED: _Termination.ValueType  # 27
+    """Skirmish Chess: a king was lost in a duel (captured as the stake, or it attacked and lost); its
+    side loses.
+    """
 
 class Termination(_Termination, metaclass=_TerminationEnumTypeWrapper):
     """Termination is why a match ended."""
@@ -199,6 +203,10 @@ TERMINATION_PERPETUAL_CHASE: Termination.ValueType  # 25
 """Game of the Generals: a draw by the 5-move or the 16-move perpetual chase (Result.detail says which)."""
 TERMINATION_NO_CHALLENGES: Termination.ValueType  # 26
 """Game of the Generals: a draw after 30 moves by each side without a challenge."""
+TERMINATION_KING_CAPTURED: Termination.ValueType  # 27
+"""Skirmish Chess: a king was lost in a duel (captured as the stake, or it attacked and lost); its
+side loses.
+"""
 Global___Termination: _TypeAlias = Termination  # noqa: Y015
 
 class _Settlement:
@@ -686,6 +694,7 @@ class MatchUpdate(_message.Message):
     CONNECTED_SEATS_FIELD_NUMBER: _builtins.int
     FAIRNESS_COMMITMENT_FIELD_NUMBER: _builtins.int
     FAIRNESS_VERSION_FIELD_NUMBER: _builtins.int
+    PHASE_DEADLINE_MS_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
     """The match."""
     sequence: _builtins.int
@@ -707,6 +716,11 @@ class MatchUpdate(_message.Message):
     fairness_version: _builtins.int
     """The version of the fairness derivation and proof format of that stream (1: docs/fairness.md,
     proof format "skillclassics-fairness-proof/1"). Set with fairness_commitment; 0 when it is empty.
+    """
+    phase_deadline_ms: _builtins.int
+    """While the game is in a phase that its own deadline times instead of the players' clocks (a go count,
+    a Game of the Generals setup, a Skirmish Chess duel's countdown, or a duel move on its own clocks):
+    when that deadline falls, Unix ms, on the server's time (compare with server_time_ms). 0 otherwise.
     """
     @_builtins.property
     def event(self) -> Global___Event:
@@ -748,10 +762,11 @@ class MatchUpdate(_message.Message):
         connected_seats: _abc.Iterable[_builtins.int] | None = ...,
         fairness_commitment: _builtins.str = ...,
         fairness_version: _builtins.int = ...,
+        phase_deadline_ms: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_to_move", b"_to_move", "event", b"event", "result", b"result", "to_move", b"to_move", "view", b"view"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_to_move", b"_to_move", "clocks", b"clocks", "connected_seats", b"connected_seats", "event", b"event", "fairness_commitment", b"fairness_commitment", "fairness_version", b"fairness_version", "legal_actions", b"legal_actions", "match_id", b"match_id", "result", b"result", "sequence", b"sequence", "server_time_ms", b"server_time_ms", "status", b"status", "to_move", b"to_move", "view", b"view"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_to_move", b"_to_move", "clocks", b"clocks", "connected_seats", b"connected_seats", "event", b"event", "fairness_commitment", b"fairness_commitment", "fairness_version", b"fairness_version", "legal_actions", b"legal_actions", "match_id", b"match_id", "phase_deadline_ms", b"phase_deadline_ms", "result", b"result", "sequence", b"sequence", "server_time_ms", b"server_time_ms", "status", b"status", "to_move", b"to_move", "view", b"view"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__to_move: _TypeAlias = _typing.Literal["to_move"]  # noqa: Y015
     _WhichOneofArgType__to_move: _TypeAlias = _typing.Literal["_to_move", b"_to_move"]  # noqa: Y015
