@@ -19,6 +19,7 @@ BENCHMARKS = {
     "backgammon-native": "benchmarks.backgammon_native",
     "go": "benchmarks.go",
     "generals": "benchmarks.generals",
+    "skirmish": "benchmarks.skirmish",
     "matchmaking": "benchmarks.matchmaking",
     "gateway_e2e": "benchmarks.gateway_e2e",
     "platform_load": "benchmarks.platform_load",

@@ -16,7 +16,7 @@ from skillclassics.chess.v1 import chess_pb2
 from skillclassics.rules.v1 import rules_pb2 as pb
 from skillclassics.rules.v1 import rules_pb2_grpc
 
-from libs.engines.skirmish import Position, new_duel, replay
+from libs.engines.skirmish import Position, new_duel
 from tests.callers import RULES_CALLERS, Callers
 from tests.libs.engines.skirmish_chess.lines import line_to
 from tests.services.rules_chess.test_rules_chess_service import get, move, play
@@ -69,9 +69,9 @@ async def play_duel(stub: Stub, match_id: str, winner: bool | None) -> pb.MatchU
     update = await get(stub, match_id)
     duel = update.view.chess.duel
     assert update.view.chess.HasField("duel")
-    start = replay(Position.from_fen(duel.fen.split()[0] + (" w" if duel.fen.endswith("w") else " b")), [])
+    start = Position.from_fen(duel.fen)  # (the duel as it stands; its earlier moves are not needed)
     seats = {True: duel.white_seat, False: duel.black_seat}
-    for uci in line_to(new_duel(start.position), winner):
+    for uci in line_to(new_duel(start), winner):
         mover = seats[update.view.chess.duel.fen.endswith(" w")]
         assert update.to_move == mover
         assert uci in (await get(stub, match_id, mover)).legal_actions
@@ -228,3 +228,54 @@ async def test_kill_9_in_the_middle_of_a_duel_loses_nothing(database_url: str, t
             assert not any(c.running for c in after.clocks)
             done = await play_duel(stub, match_id, ATTACKER)
             assert list(done.view.chess.moves_san) == ["e4", "d5", "exd5+"]
+
+
+@pytest.mark.parametrize(
+    ("fen", "capture", "winner", "rule", "after", "termination"),
+    [
+        # A failed en passant: only the capturing pawn goes.
+        ("4k3/8/8/3pP3/8/8/8/4K3 w - d6 0 2", "exd6", DEFENDER, 0, "4k3/8/8/3p4/8/8/8/4K3 b - - 0 2", None),
+        # A failed promotion capture promotes nothing.
+        ("3rk3/4P3/8/8/8/8/8/K7 w - - 0 1", "exd8=N", DEFENDER, 0, "3rk3/8/8/8/8/8/8/K7 b - - 0 1", None),
+        # A rook removed by a failed capture takes its castling right.
+        ("4k3/8/8/8/8/8/7p/4K2R w K - 0 1", "Rxh2", DEFENDER, 0, "4k3/8/8/8/8/8/7p/4K3 b - - 0 1", None),
+        # A king that attacks and loses loses the game.
+        ("4k3/8/8/8/8/8/3p4/4K3 w - - 0 1", "Kxd2", DEFENDER, 0, "", pb.TERMINATION_KING_CAPTURED),
+        # A drawn duel that removes both leaves the opponent stalemated...
+        (
+            "k7/2K5/8/8/8/4B3/7R/7n w - - 0 1",
+            "Rxh1",
+            DRAW,
+            chess_pb2.SKIRMISH_DRAW_RULE_BOTH_REMOVED,
+            "k7/2K5/8/8/8/4B3/8/8 b - - 0 1",
+            pb.TERMINATION_STALEMATE,
+        ),
+        # ...or mated.
+        (
+            "k7/1nK5/8/8/8/4B3/8/1R5B w - - 0 1",
+            "Rxb7",
+            DRAW,
+            chess_pb2.SKIRMISH_DRAW_RULE_BOTH_REMOVED,
+            "k7/2K5/8/8/8/4B3/8/7B b - - 0 1",
+            pb.TERMINATION_CHECKMATE,
+        ),
+    ],
+)
+async def test_special_situations_through_the_service(
+    stub: Stub,
+    fen: str,
+    capture: str,
+    winner: bool | None,
+    rule: chess_pb2.SkirmishDrawRule.ValueType,
+    after: str,
+    termination: pb.Termination.ValueType | None,
+) -> None:
+    match_id = await create(stub, fen=fen, draw_rule=rule or chess_pb2.SKIRMISH_DRAW_RULE_BOTH_STAY)
+    await play(stub, match_id, capture)
+    done = await play_duel(stub, match_id, winner)
+    if after:
+        assert done.view.chess.fen == after
+    if termination is None:
+        assert done.status == pb.MATCH_STATUS_LIVE
+    else:
+        assert done.result.termination == termination
