@@ -57,6 +57,18 @@ _STEP_NAMES = {
 }
 
 
+def roster(headers: Mapping[str, str]) -> dict[str, str]:
+    """The Seven Tag Roster with the caller's ``headers`` added or replacing its values (except the
+    exporter's own tags, :data:`EXPORTER_TAGS`); ``ValueError`` for a name PGN does not allow."""
+    tags = dict(SEVEN_TAG_ROSTER)
+    for name, value in headers.items():
+        if not _TAG_NAME.match(name):
+            raise ValueError(f"not a PGN tag name: {name!r}")
+        if name not in EXPORTER_TAGS:
+            tags[name] = value
+    return tags
+
+
 def result_token(outcome: Outcome | None) -> str:
     """The PGN result of ``outcome``: ``1-0``, ``0-1``, ``1/2-1/2``, or ``*`` (in progress or aborted)."""
     if outcome is None or outcome.termination is Termination.ABORTED:
@@ -103,12 +115,7 @@ def export_pgn(
     if len(clock_after_move_ms) > state.ply_count:
         raise ValueError(f"{len(clock_after_move_ms)} clocks for {state.ply_count} moves")
     final = outcome if outcome is not None else state.result
-    tags = dict(SEVEN_TAG_ROSTER)
-    for name, value in headers.items():
-        if not _TAG_NAME.match(name):
-            raise ValueError(f"not a PGN tag name: {name!r}")
-        if name not in EXPORTER_TAGS:
-            tags[name] = value
+    tags = roster(headers)
     tags["Result"] = result_token(final)
     if state.options.initial_fen is not None:
         tags["SetUp"] = "1"

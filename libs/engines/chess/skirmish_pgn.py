@@ -22,7 +22,6 @@ after every main-board move, as in standard chess games.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -31,10 +30,9 @@ import chess
 from libs.engines.base import Outcome
 from libs.engines.chess.notation import format_clock
 from libs.engines.chess.pgn import (
-    EXPORTER_TAGS,
-    SEVEN_TAG_ROSTER,
     escape_tag,
     result_token,
+    roster,
     termination_text,
     wrap,
 )
@@ -45,8 +43,6 @@ from libs.engines.chess.skirmish import (
     board_after_duel,
     capture_san,
 )
-
-_TAG_NAME = re.compile(r"[A-Za-z0-9_]+\Z")
 
 
 @dataclass
@@ -119,12 +115,7 @@ def export_skirmish_pgn(
     count = len(parts)
     for index, part in enumerate(parts, start=1):
         last = index == count
-        tags = dict(SEVEN_TAG_ROSTER)
-        for name, value in headers.items():
-            if not _TAG_NAME.match(name):
-                raise ValueError(f"not a PGN tag name: {name!r}")
-            if name not in EXPORTER_TAGS:
-                tags[name] = value
+        tags = roster(headers)
         tags["Result"] = result_token(final) if last else "*"
         tags["Rules"] = "Skirmish Chess"
         tags["Part"] = f"{index}/{count}"
