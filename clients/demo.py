@@ -2,7 +2,9 @@
 
 Against a running stack (``make run`` in another terminal), for every family tried (every family the
 clients know, :func:`clients.families.family_names`, unless told otherwise): a random bot opens a private
-table, a greedy bot joins it, and they play one whole match through the gateway, moving instantly. Then
+table, a greedy bot joins it, and they play one whole match through the gateway, moving instantly. A
+family may have more games than that (:data:`DEMO_GAMES`): chess is also played as Skirmish Chess, a
+random bot against a duelist; ``--families skirmish`` plays only that one. Then
 the result, and the fairness check: for a family that uses chance the match's proof is fetched through
 the gateway with a player's token (``GetFairnessProof``, as any player fetches it) and verified offline
 (:func:`libs.fairness.verify`); chess draws nothing, which is said. A family the stack does not have (its
@@ -42,13 +44,61 @@ from clients.player import DEFAULT_GATEWAY, DevKeyMissing, GatewayError, PlayerS
 from libs.fairness import FairnessError, Proof, verify
 from libs.runtime import eventloop
 
-__all__ = ["DemoConfig", "demo", "demo_family", "fairness_report", "main", "main_async"]
+__all__ = [
+    "DEMO_GAMES",
+    "DemoConfig",
+    "DemoGame",
+    "demo",
+    "demo_family",
+    "demo_games",
+    "fairness_report",
+    "main",
+    "main_async",
+]
 
 DEFAULT_FAMILIES: Final = family_names()
 """Every family the clients know (a family the stack does not serve is skipped, saying why)."""
 DEFAULT_MAX_PLIES: Final = 300
 STRATEGIES: Final = ("random", "greedy")
 """The strategy of the table's creator (seat 0) and of the bot that joins it."""
+
+
+@dataclass(frozen=True, slots=True)
+class DemoGame:
+    """One match the demo plays: a family, its option settings and the two bots' strategies."""
+
+    family: str
+    label: str
+    """What the output calls it (the family's name for its usual game)."""
+    settings: Mapping[str, str] | None = None
+    """The family's option settings; ``None``: its ``demo_settings``."""
+    strategies: tuple[str, str] = STRATEGIES
+    """The table creator's (seat 0) strategy and the joining bot's."""
+
+
+DEMO_GAMES: Final[Mapping[str, tuple[DemoGame, ...]]] = {
+    "chess": (
+        DemoGame("chess", "chess"),
+        DemoGame("chess", "skirmish", {"variant": "skirmish"}, ("random", "duelist")),
+    ),
+}
+"""The games of a family that plays more than its usual one (by default: one game, its label its name)."""
+
+
+def demo_games(names: Sequence[str]) -> list[DemoGame]:
+    """The games ``names`` ask for: each family's games (:data:`DEMO_GAMES`), or a game by its label
+    (``skirmish``); a name that is neither is kept as a family (skipped later if unknown)."""
+    labelled = {game.label: game for games in DEMO_GAMES.values() for game in games}
+    found: list[DemoGame] = []
+    for name in names:
+        if name in DEMO_GAMES:
+            found += DEMO_GAMES[name]
+        elif name in labelled:
+            found.append(labelled[name])
+        else:
+            found.append(DemoGame(name, name))
+    return found
+
 
 Say = Callable[[str], None]
 
@@ -108,14 +158,17 @@ async def fairness_report(session: PlayerSession, match_id: str, wait_s: float =
     return f"{verify(proof).summary()} (commitment {proof.commitment[:16]}...)"
 
 
-async def demo_family(name: str, config: DemoConfig, tag: str, say: Say) -> GameResult:
-    """One match of ``name`` between a random and a greedy bot; :class:`Skip` or :class:`Failed`."""
+async def demo_family(name: str | DemoGame, config: DemoConfig, tag: str, say: Say) -> GameResult:
+    """One match of family ``name`` between a random and a greedy bot (or the game ``name`` describes);
+    :class:`Skip` or :class:`Failed`."""
+    game = name if isinstance(name, DemoGame) else DemoGame(name, name)
+    strategies = game.strategies
     try:
-        fam = family(name)
+        fam = family(game.family)
     except UnknownFamily as error:
         raise Skip(str(error)) from None
     env = os.environ if config.env is None else config.env
-    players = [f"{strategy}-{tag}" for strategy in STRATEGIES]
+    players = [f"{strategy}-{tag}" for strategy in strategies]
     tokens = [development_token(player, env) for player in players]
     rng = random.Random(config.seed)
     async with (
@@ -128,7 +181,7 @@ async def demo_family(name: str, config: DemoConfig, tag: str, say: Say) -> Game
         try:
             table = await host.create_table(
                 fam.name,
-                options=fam.options(fam.demo_settings),
+                options=fam.options(fam.demo_settings if game.settings is None else game.settings),
                 time_control=control,
                 visibility=mm.VISIBILITY_PRIVATE,
             )
@@ -136,7 +189,7 @@ async def demo_family(name: str, config: DemoConfig, tag: str, say: Say) -> Game
             if error.reason == "UNKNOWN_FAMILY":
                 raise Skip(f"matchmaking does not offer it ({error})") from None
             raise
-        labels = [f"{players[seat]} ({STRATEGIES[seat]}, {fam.seat_label(seat)})" for seat in (0, 1)]
+        labels = [f"{players[seat]} ({strategies[seat]}, {fam.seat_label(seat)})" for seat in (0, 1)]
         clock = (
             f"{control.period_ms / 1000:g} s a move"
             if control.periods and not control.base_ms
@@ -158,14 +211,12 @@ async def demo_family(name: str, config: DemoConfig, tag: str, say: Say) -> Game
                     ) from None
         cap = f"a game still on after {config.max_plies} plies is resigned"
         say(f"match {match_id}: bots move instantly; {cap}")
-        strategies = [fam.strategy(strategy, random.Random(rng.random())) for strategy in STRATEGIES]
+        minds = [fam.strategy(strategy, random.Random(rng.random())) for strategy in strategies]
         tasks = [
             asyncio.create_task(
-                play_match(
-                    session, match_id, strategy, fam, max_plies=config.max_plies, stall_s=config.stall_s
-                )
+                play_match(session, match_id, mind, fam, max_plies=config.max_plies, stall_s=config.stall_s)
             )
-            for session, strategy in zip((host, guest), strategies, strict=True)
+            for session, mind in zip((host, guest), minds, strict=True)
         ]
         try:
             await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
@@ -185,13 +236,14 @@ async def demo(config: DemoConfig, say: Say = _print) -> int:
     tag = uuid.uuid4().hex[:6]
     say(f"SkillClassics demo: bots play through the gateway at {config.gateway}")
     played = skipped = failed = 0
-    for name in config.families:
+    for game in demo_games(config.families):
+        name = game.label
 
         def tell(text: str, name: str = name) -> None:
             say(f"{name}: {text}")
 
         try:
-            result = await demo_family(name, config, tag, tell)
+            result = await demo_family(game, config, tag, tell)
         except Skip as reason:
             tell(f"skipped: {reason}")
             skipped += 1
@@ -211,10 +263,10 @@ async def demo(config: DemoConfig, say: Say = _print) -> int:
             failed += 1
             continue
         tell(f"result: {result.line(with_id=False)}")
-        if family(name).uses_chance:
+        if family(game.family).uses_chance:
             try:  # as the table's host, a player of the match (any signed-in player may ask)
                 host = development_token(
-                    f"{STRATEGIES[0]}-{tag}", os.environ if config.env is None else config.env
+                    f"{game.strategies[0]}-{tag}", os.environ if config.env is None else config.env
                 )
                 async with PlayerSession(config.gateway, host) as session:
                     tell(f"fairness: {await fairness_report(session, result.match_id)}")
@@ -223,7 +275,7 @@ async def demo(config: DemoConfig, say: Say = _print) -> int:
                 failed += 1
                 continue
         else:
-            tell(f"fairness: no chance used ({name} draws nothing from the fairness service)")
+            tell(f"fairness: no chance used ({game.family} draws nothing from the fairness service)")
         played += 1
     say(f"demo: {played} played, {skipped} skipped, {failed} failed")
     return 0 if played and not failed else 1
@@ -238,7 +290,7 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     parser.add_argument(
         "--families",
         default=env.get("DEMO_FAMILIES") or ",".join(DEFAULT_FAMILIES),
-        help=f"comma-separated (default: {','.join(DEFAULT_FAMILIES)})",
+        help=f"comma-separated families, or games such as skirmish (default: {','.join(DEFAULT_FAMILIES)})",
     )
     parser.add_argument(
         "--max-plies",

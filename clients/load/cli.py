@@ -40,7 +40,16 @@ from libs.runtime.server import garbage_collector_settled
 SubParsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 """What ``register`` adds its sub-parser to (as in :mod:`clients.cli.main`)."""
 
-__all__ = ["add_arguments", "config_from_args", "main", "register", "run_command"]
+__all__ = [
+    "PAIR_VARIANTS",
+    "add_arguments",
+    "bridge_arguments",
+    "config_from_args",
+    "families_argument",
+    "main",
+    "register",
+    "run_command",
+]
 
 PROG: Final = "skillclassics load"
 EXIT_OK: Final = 0
@@ -84,6 +93,88 @@ def _options(items: Sequence[str] | None) -> dict[str, dict[str, str]]:
     return found
 
 
+PAIR_VARIANTS: Final[Mapping[str, tuple[str, Mapping[str, str]]]] = {
+    "skirmish": ("chess", {"variant": "skirmish"}),
+}
+"""Kinds of pair the Locust file offers beside the families (``--families chess=2,skirmish=1``): a
+family played with fixed options, by a harness process of its own (``SkirmishPair``: Skirmish Chess).
+``--option skirmish.preset=wings`` and ``--strategy skirmish=duelist`` set its other options."""
+
+_PER_FAMILY_FLAGS = ("--minutes", "--increment", "--strategy")
+
+
+def families_argument(argv: Sequence[str], default: str = "chess=2,gin=2") -> str:
+    """The value of ``--families`` in ``argv`` (the harness's options), or ``default``."""
+    for index, item in enumerate(argv):
+        if item == "--families" and index + 1 < len(argv):
+            return argv[index + 1]
+        if item.startswith("--families="):
+            return item.split("=", 1)[1]
+    return default
+
+
+def bridge_arguments(argv: Sequence[str], variant: str | None, families: str) -> list[str] | None:
+    """The harness options of one bridge process of the Locust file: ``argv`` with the pair variants of
+    :data:`PAIR_VARIANTS` taken out (``variant`` ``None``: the families' bridge) or for only ``variant``
+    (its family, with the variant's options and the ones ``argv`` names it by; ``--option skirmish.X=V``
+    becomes ``--option chess.X=V``). ``families``: the ``--families`` value the Locust file reads. ``None``
+    when that bridge has no pairs to play."""
+    wanted: dict[str, str] = {}
+    for part in families.split(","):
+        name, _, count = part.strip().partition("=")
+        name = name.strip()
+        if name and (name == variant if variant is not None else name not in PAIR_VARIANTS):
+            wanted[name] = count.strip()
+    if not wanted:
+        return None
+    if variant is not None:
+        wanted = {PAIR_VARIANTS[variant][0]: wanted[variant]}
+    out_families = ",".join(f"{name}={count}" if count else name for name, count in wanted.items())
+    out: list[str] = ["--families", out_families]
+    items = list(argv)
+    index = 0
+    while index < len(items):
+        item = items[index]
+        flag, eq, value = item.partition("=")
+        takes_value = flag in ("--families", "--option", *_PER_FAMILY_FLAGS)
+        if not takes_value:
+            out.append(item)
+            index += 1
+            continue
+        if not eq:
+            value = items[index + 1] if index + 1 < len(items) else ""
+            index += 2
+        else:
+            index += 1
+        kept = _bridge_value(flag, value, variant)
+        if kept is not None:
+            out += [flag, kept]
+    if variant is not None:
+        family_name, fixed = PAIR_VARIANTS[variant]
+        for name, value in fixed.items():
+            out += ["--option", f"{family_name}.{name}={value}"]
+    return out
+
+
+def _bridge_value(flag: str, value: str, variant: str | None) -> str | None:
+    """What a bridge keeps of one ``flag value`` (see :func:`bridge_arguments`); ``None``: nothing."""
+    if flag == "--families":
+        return None
+    if flag == "--option":
+        owner, _, rest = value.partition(".")
+        if variant is None:
+            return None if owner.strip() in PAIR_VARIANTS else value
+        return f"{PAIR_VARIANTS[variant][0]}.{rest}" if owner.strip() == variant else None
+    parts = []
+    for part in value.split(","):
+        name, eq, setting = part.partition("=")
+        if not eq or (variant is None and name.strip() not in PAIR_VARIANTS):
+            parts.append(part)
+        elif variant is not None and name.strip() == variant:
+            parts.append(f"{PAIR_VARIANTS[variant][0]}={setting}")
+    return ",".join(parts) or None
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Every option of the command (shared by ``skillclassics load`` and ``python -m clients.load``)."""
     what = parser.add_argument_group("what to play")
@@ -109,12 +200,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         metavar="FAMILY.NAME=VALUE",
         help="a family option (repeatable): gin.variant=standard|straight|oklahoma, chess.ruleset=fide, "
-        "backgammon.match_to=5, backgammon.cube=on, go.size=9",
+        "chess.variant=skirmish (Skirmish Chess; with chess.preset, chess.odds, chess.draw_rule, "
+        "chess.duel_clock...), backgammon.match_to=5, backgammon.cube=on, go.size=9",
     )
     what.add_argument(
         "--strategy",
         metavar="[FAMILY=]NAME,...",
-        help="the players' bot strategy: random (default) or greedy",
+        help="the players' bot strategy: random (default) or greedy (chess also duelist)",
     )
     what.add_argument(
         "--max-plies",

@@ -16,6 +16,12 @@ counts become the Locust user classes' weights; ``--think-ms``, ``--think-jitter
 ``-r``, ``-t``). Each family is a user class (``ChessPair``, ``GinPair``, ``GoPair``...) that can also be
 picked by name on the command line.
 
+``skirmish`` in ``--families`` (``--families chess=2,gin=2,skirmish=1``; in the default mix) is the
+``SkirmishPair`` user class: pairs that play chess with ``variant=skirmish`` (Skirmish Chess). They are
+played by a harness process of their own (the same options, with ``--option skirmish.preset=wings`` or
+``--strategy skirmish=duelist`` for theirs; :data:`clients.load.cli.PAIR_VARIANTS`), so their requests
+are named ``SubmitAction chess`` like standard chess's, and ``match skirmish`` per pair.
+
 Locust runs on gevent, which monkey-patches threads, sockets and selectors; ``grpc.aio`` cannot run
 under it. So each Locust process starts the harness as a child process (``python -m
 clients.load.bridge``, :mod:`clients.load.bridge`), asks it to play pairs and turns what it measures
@@ -46,23 +52,18 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # locust imports this file by path
     sys.path.insert(0, str(ROOT))
 
+from clients.load.cli import PAIR_VARIANTS, bridge_arguments, families_argument  # noqa: E402
 from clients.load.harness import parse_families  # noqa: E402
 
 OPTIONS = shlex.split(os.environ.get("LOAD_OPTIONS", ""))
 """The harness options for the bridge (the match's shape; see the module docstring)."""
-DEFAULT_FAMILIES = "chess=2,gin=2"
+DEFAULT_FAMILIES = "chess=2,gin=2,skirmish=1"
 
-
-def _families_option(options: list[str]) -> str:
-    for index, option in enumerate(options):
-        if option == "--families" and index + 1 < len(options):
-            return options[index + 1]
-        if option.startswith("--families="):
-            return option.split("=", 1)[1]
-    return DEFAULT_FAMILIES
-
-
-PLANS = parse_families(_families_option(OPTIONS))
+FAMILIES = families_argument(OPTIONS, DEFAULT_FAMILIES)
+PLANS = parse_families(FAMILIES)
+"""Every kind of pair: the families, and the variants of :data:`PAIR_VARIANTS` (``skirmish``)."""
+BRIDGE_OPTIONS = {kind: bridge_arguments(OPTIONS, kind, FAMILIES) for kind in (None, *PAIR_VARIANTS)}
+"""The options of each harness process: ``None`` plays the families, ``"skirmish"`` Skirmish Chess."""
 
 
 class BridgeFailed(Exception):
@@ -76,12 +77,12 @@ class Refused(Exception):
 class _Bridge:
     """The harness child process of this Locust process, shared by its users."""
 
-    def __init__(self, environment) -> None:
+    def __init__(self, environment, options: list[str]) -> None:
         self.environment = environment
         host = environment.host or os.environ.get("GATEWAY_ADDRESS") or "127.0.0.1:50050"
         host = host.split("://", 1)[-1].rstrip("/")
         bridge = [sys.executable, "-m", "clients.load.bridge", "--gateway", host, "--quiet"]
-        argv = [*bridge, "--transport", "unary", *OPTIONS]
+        argv = [*bridge, "--transport", "unary", *options]
         self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT)
         self.ready = AsyncResult()
         self.waiting: dict[int, AsyncResult] = {}
@@ -163,22 +164,21 @@ class _Bridge:
         self.reader.kill(block=False)
 
 
-_bridge: _Bridge | None = None
+_bridges: dict[str | None, _Bridge] = {}
 
 
-def bridge(environment) -> _Bridge:
-    global _bridge
-    if _bridge is None or _bridge.process.poll() is not None:
-        _bridge = _Bridge(environment)
-    return _bridge
+def bridge(environment, kind: str | None = None) -> _Bridge:
+    """The harness process of ``kind`` of pair (``None``: the families; ``"skirmish"``)."""
+    found = _bridges.get(kind)
+    if found is None or found.process.poll() is not None:
+        found = _bridges[kind] = _Bridge(environment, BRIDGE_OPTIONS[kind] or [])
+    return found
 
 
 @events.test_stop.add_listener
 def _stop_bridge(environment, **_kwargs) -> None:
-    global _bridge
-    if _bridge is not None:
-        _bridge.stop()
-        _bridge = None
+    for kind in list(_bridges):
+        _bridges.pop(kind).stop()
 
 
 @events.quitting.add_listener
@@ -191,15 +191,17 @@ class PairOfPlayers(User):
 
     abstract = True
     family = "chess"
+    kind: str | None = None
+    """A pair variant of :data:`PAIR_VARIANTS` (``"skirmish"``), or ``None`` for a family as it is."""
     wait_time = constant(0)
 
     @task
     def play_a_match(self) -> None:
-        outcome = bridge(self.environment).play(self.family)
+        outcome = bridge(self.environment, self.kind).play(self.family)
         failed = outcome.get("failed", False)
         self.environment.events.request.fire(
             request_type="match",
-            name=f"match {self.family}",
+            name=f"match {self.kind or self.family}",
             response_time=outcome.get("ms", 0),
             response_length=len(outcome.get("matches", ())),
             exception=Refused("a player failed (see the other failures)") if failed else None,
@@ -209,14 +211,18 @@ class PairOfPlayers(User):
 
 for _plan in PLANS:
     _name = f"{_plan.name.capitalize()}Pair"
+    _variant = PAIR_VARIANTS.get(_plan.name)
+    _family = _variant[0] if _variant is not None else _plan.name
+    _what = f"{_family} with {_variant[1]}" if _variant is not None else _plan.name
     globals()[_name] = type(
         _name,
         (PairOfPlayers,),
         {
-            "family": _plan.name,
+            "family": _family,
+            "kind": _plan.name if _variant is not None else None,
             "weight": _plan.concurrency,
             "abstract": False,
             "__module__": __name__,
-            "__doc__": f"A pair of players playing {_plan.name} (weight {_plan.concurrency}).",
+            "__doc__": f"A pair of players playing {_what} (weight {_plan.concurrency}).",
         },
     )

@@ -205,8 +205,8 @@ def test_chess_draw_words_and_unreadable_input() -> None:
         CHESS.parse("hello world")
     with pytest.raises(InputError, match="ruleset must be contest or fide"):
         CHESS.options({"ruleset": "blitz"})
-    with pytest.raises(InputError, match="chess has no option variant"):
-        CHESS.options({"variant": "standard"})
+    with pytest.raises(InputError, match="chess has no option hands"):
+        CHESS.options({"hands": "3"})
     assert CHESS.options({"ruleset": "fide"}).chess.ruleset == chess_pb2.RULESET_FIDE
 
 
@@ -423,6 +423,8 @@ def test_the_command_line_offers_every_familys_options() -> None:
         for name in family_names():
             fam = family(name)
             settings = {option: (fam.option_choices.get(option) or ("1",))[0] for option in fam.option_names}
+            if name == "chess":  # the Skirmish Chess options need its variant (and its FIDE rules)
+                settings |= {"variant": "skirmish", "ruleset": "fide"}
             argv = [command, "--family", name]
             for option, value in settings.items():
                 argv += [f"--{option.replace('_', '-')}", value]

@@ -526,7 +526,11 @@ async def test_the_demo_plays_chess_and_gin_and_skips_what_the_stack_lacks(stack
     assert "gin: result: " in text
     assert "gin: fairness: OK: commitment matches" in text  # the dealer and every shuffle reproduced
     assert "shogi: skipped: unknown game family 'shogi'" in text
-    assert lines[-1] == "demo: 2 played, 1 skipped, 0 failed"
+    # Chess is played twice: standard, and Skirmish Chess between a random bot and a duelist.
+    assert "(random, White) vs duelist-" in text
+    assert "Skirmish Chess, classic, odds, draw: both stay, duel 60+0 s" in text
+    assert "skirmish: result: " in text
+    assert lines[-1] == "demo: 3 played, 1 skipped, 0 failed"
 
 
 async def test_the_demo_says_when_the_stack_is_not_running() -> None:

@@ -22,7 +22,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from skillclassics.rules.v1 import rules_pb2
 
-from clients.load.cli import UsageError, build_parser, config_from_args, run_command
+from clients.load.cli import (
+    UsageError,
+    bridge_arguments,
+    build_parser,
+    config_from_args,
+    families_argument,
+    run_command,
+)
 from clients.load.harness import (
     Engine,
     FamilyPlan,
@@ -300,6 +307,46 @@ def test_options_make_a_config() -> None:
 def test_bad_options_are_usage_errors(argv: list[str], reason: str) -> None:
     with pytest.raises(UsageError, match=reason):
         config_from_args(args_for(*argv), {})
+
+
+def test_skirmish_chess_through_the_options_and_the_locust_files_bridges() -> None:
+    config = config_from_args(
+        args_for("--families", "chess=3", "--option", "chess.variant=skirmish", "--strategy", "duelist"), {}
+    )
+    (chess,) = config.families
+    assert (dict(chess.options), chess.strategy) == ({"variant": "skirmish"}, "duelist")
+    with pytest.raises(UsageError, match="preset must be"):
+        config_from_args(
+            args_for(
+                "--families", "chess=1", "--option", "chess.variant=skirmish", "--option", "chess.preset=x"
+            ),
+            {},
+        )
+    # The Locust file's SkirmishPair: a bridge of its own, playing chess with variant=skirmish.
+    families = "chess=2,gin=1,skirmish=3"
+    argv = [
+        f"--families={families}",
+        "--option",
+        "gin.variant=oklahoma",
+        "--option=skirmish.preset=wings",
+        "--strategy",
+        "gin=greedy,skirmish=duelist",
+        "--max-plies",
+        "30",
+    ]
+    assert families_argument(argv) == families
+    assert bridge_arguments(argv, None, families) == [
+        *("--families", "chess=2,gin=1", "--option", "gin.variant=oklahoma"),
+        *("--strategy", "gin=greedy", "--max-plies", "30"),
+    ]
+    skirmish = bridge_arguments(argv, "skirmish", families)
+    assert skirmish == [
+        *("--families", "chess=3", "--option", "chess.preset=wings", "--strategy", "chess=duelist"),
+        *("--max-plies", "30", "--option", "chess.variant=skirmish"),
+    ]
+    (plan,) = config_from_args(args_for(*skirmish), {}).families
+    assert dict(plan.options) == {"preset": "wings", "variant": "skirmish"}
+    assert bridge_arguments([], "skirmish", "chess=2,gin=2") is None
 
 
 def test_arrivals_ramp_up_then_keep_the_rate() -> None:
@@ -581,6 +628,28 @@ async def test_a_run_of_chess_gin_go_and_generals_through_the_command(
         assert out_png.read_bytes()[:4] == b"\x89PNG"
     else:
         assert not out_png.exists()
+
+
+async def test_a_run_of_skirmish_chess(stack: Stack, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out_json = tmp_path / "skirmish.json"
+    args = args_for(
+        *(
+            "--gateway",
+            stack.address("gateway"),
+            "--families",
+            "chess=2",
+            "--option",
+            "chess.variant=skirmish",
+        ),
+        *("--strategy", "duelist", "--matches", "2", "--max-plies", "40", "--seed", "3"),
+        *("--json", str(out_json), "--quiet", "--fail-on-errors"),
+    )
+    monkeypatch.setenv("DATA_DIR", str(stack.data_dir))
+    assert await run_command(args) == 0
+    report = json.loads(out_json.read_text())
+    assert report["matches"]["failed"] == 0
+    assert report["matches"]["by_family"]["chess"]["finished"] >= 2
+    assert report["errors"] == []
 
 
 async def test_a_duration_run_cuts_the_matches_still_going(stack: Stack) -> None:
