@@ -79,7 +79,7 @@ class DemoGame:
 DEMO_GAMES: Final[Mapping[str, tuple[DemoGame, ...]]] = {
     "chess": (
         DemoGame("chess", "chess"),
-        DemoGame("chess", "skirmish", {"variant": "skirmish"}, ("random", "duelist")),
+        DemoGame("chess", "skirmish", {"variant": "skirmish", "preset": "random"}, ("random", "duelist")),
     ),
 }
 """The games of a family that plays more than its usual one (by default: one game, its label its name)."""
@@ -263,7 +263,8 @@ async def demo(config: DemoConfig, say: Say = _print) -> int:
             failed += 1
             continue
         tell(f"result: {result.line(with_id=False)}")
-        if family(game.family).uses_chance:
+        fam = family(game.family)
+        if fam.draws_chance(fam.options(fam.demo_settings if game.settings is None else game.settings)):
             try:  # as the table's host, a player of the match (any signed-in player may ask)
                 host = development_token(
                     f"{game.strategies[0]}-{tag}", os.environ if config.env is None else config.env

@@ -691,7 +691,7 @@ async def _play(
     """Play ``match_id``; ``wait_s``: how long it may take to appear (default: the session's wait for a
     match just paired)."""
     fam = _family_of_match(match_id)
-    if fam.uses_chance and session.player_id is None:
+    if fam.may_draw_chance and session.player_id is None:
         await session.whoami()  # the fairness record is kept per player
     terminal = sys.stdin.isatty()
     live = terminal and sys.stdout.isatty() and not args.plain
@@ -798,6 +798,8 @@ class InteractiveGame:
         self.sequential = sequential
         self.screen = Screen(out or sys.stdout, live=live)
         self.seat: int | None = None
+        self.draws_chance = fam.uses_chance
+        """Whether this match draws from a fairness stream (known once its options are read)."""
         self.names: dict[int, str] = {}
         self.latest = rules_pb2.MatchUpdate()
         """The newest update known (from the stream or an action's answer)."""
@@ -847,6 +849,7 @@ class InteractiveGame:
             )
         self.seat = info.seat
         self.names = seat_names(info.seats)
+        self.draws_chance = self.fam.draws_chance(info.options)
         if hasattr(self.fam, "set_formations"):  # Game of the Generals: `load NAME` in the setup
             with contextlib.suppress(GatewayError):
                 formations = await self.session.list_formations()
@@ -858,7 +861,7 @@ class InteractiveGame:
             f"{_clock(info.time_control)} {self.fam.describe_options(info.options)}".rstrip()
         )
         self._show_position(f"{header}\n{self.fam.input_help()}; ? lists your moves, help the commands")
-        if self.fam.uses_chance:
+        if self.draws_chance:
             self.screen.show(self._commitment_line())
         if is_over(self.latest):
             self.result = self.latest.result
@@ -906,7 +909,7 @@ class InteractiveGame:
 
     async def _check_fairness(self) -> int:
         """The match is over: fetch its proof and check it against what was recorded (chance families)."""
-        if not self.fam.uses_chance or self.result is None:
+        if not self.draws_chance or self.result is None:
             return EXIT_OK
         try:
             check = await self.session.check_fairness(self.match_id)
@@ -1122,7 +1125,7 @@ def _register_proof(subparsers: SubParsers) -> None:
 
 async def _run_proof(args: argparse.Namespace) -> int:
     fam = _family_of_match(args.match_id)
-    if not fam.uses_chance:
+    if not fam.may_draw_chance:
         raise CommandError(f"{fam.name} uses no chance: match {args.match_id} has no fairness proof")
     async with _session(args) as session:
         await session.whoami()

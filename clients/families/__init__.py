@@ -102,6 +102,17 @@ class FamilyClient(ABC):
         """The clock of a table with ``minutes`` per player and ``increment_s`` added per move."""
         return rules_pb2.TimeControl(base_ms=round(minutes * 60_000), increment_ms=round(increment_s * 1000))
 
+    @property
+    def may_draw_chance(self) -> bool:
+        """Whether some of the family's matches draw from a fairness stream (all of them, or those with
+        some options: :meth:`draws_chance`)."""
+        return self.uses_chance
+
+    def draws_chance(self, options: rules_pb2.MatchOptions) -> bool:
+        """Whether a match with ``options`` draws from a fairness stream (so it has a proof to check):
+        :attr:`uses_chance`, unless the family decides per options (Skirmish Chess's random setups)."""
+        return self.uses_chance
+
     def describe_options(self, options: rules_pb2.MatchOptions) -> str:
         """The options in a few words (for table listings)."""
         return ""

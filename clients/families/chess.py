@@ -157,6 +157,18 @@ class ChessClient(FamilyClient):
             )
         )
 
+    @property
+    def may_draw_chance(self) -> bool:
+        return True  # Skirmish Chess with random duel setups
+
+    def draws_chance(self, options: rules_pb2.MatchOptions) -> bool:
+        """Only Skirmish Chess with random duel setups draws (stream ``skirmish``)."""
+        chess_options = options.chess
+        return (
+            chess_options.variant == chess_pb2.VARIANT_SKIRMISH
+            and chess_options.skirmish.preset == chess_pb2.SKIRMISH_PRESET_RANDOM
+        )
+
     def describe_options(self, options: rules_pb2.MatchOptions) -> str:
         chess_options = options.chess if options.WhichOneof("family") == "chess" else None
         if chess_options is not None and chess_options.variant == chess_pb2.VARIANT_SKIRMISH:

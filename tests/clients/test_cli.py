@@ -239,9 +239,9 @@ def test_help_lists_the_commands(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_proof_is_for_matches_with_chance(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["proof", "chess.0.abc"]) == EXIT_ERROR
+    assert main(["proof", "go.0.abc"]) == EXIT_ERROR
     assert capsys.readouterr().err == (
-        "skillclassics proof: error: chess uses no chance: match chess.0.abc has no fairness proof\n"
+        "skillclassics proof: error: go uses no chance: match go.0.abc has no fairness proof\n"
     )
     assert main(["proof", "--help"]) == EXIT_OK
     assert "(GetFairnessProof)" in capsys.readouterr().out

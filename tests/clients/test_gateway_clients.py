@@ -528,8 +528,10 @@ async def test_the_demo_plays_chess_and_gin_and_skips_what_the_stack_lacks(stack
     assert "shogi: skipped: unknown game family 'shogi'" in text
     # Chess is played twice: standard, and Skirmish Chess between a random bot and a duelist.
     assert "(random, White) vs duelist-" in text
-    assert "Skirmish Chess, classic, odds, draw: both stay, duel 60+0 s" in text
+    assert "Skirmish Chess, random, odds, draw: both stay, duel 60+0 s" in text
     assert "skirmish: result: " in text
+    # Its duels' setups came from the fairness stream: every one is recomputed from the proof.
+    assert "skirmish: fairness: OK: commitment matches" in text
     assert lines[-1] == "demo: 3 played, 1 skipped, 0 failed"
 
 
