@@ -217,7 +217,9 @@ def clock_line(
     viewer: int | None = None,
 ) -> str:
     """Every seat's clock; a running clock counts down from the update's server time to ``now_ms``
-    (Unix ms; ``None``: as the update gives it). The seat to move is marked with ``*``."""
+    (Unix ms; ``None``: as the update gives it). The seat to move is marked with ``*``. In a phase timed
+    by its own deadline (a Skirmish Chess duel, a go count, a Generals setup) the deadline counts down
+    too."""
     parts = []
     for clock in sorted(update.clocks, key=lambda c: c.seat):
         remaining = clock.remaining_ms
@@ -231,6 +233,10 @@ def clock_line(
         marker = "*" if update.HasField("to_move") and update.to_move == clock.seat else " "
         periods = f" +{clock.periods_left}p" if clock.periods_left else ""
         parts.append(f"{marker}{who} {format_ms(remaining)}{periods}")
+    if update.phase_deadline_ms and update.status == rules_pb2.MATCH_STATUS_LIVE:
+        # A phase timed by its own deadline (a duel's clock, a count, a setup): the clocks above are stopped.
+        elapsed = 0 if now_ms is None else max(0, now_ms - update.server_time_ms)
+        parts.append(f"deadline {format_ms(update.phase_deadline_ms - update.server_time_ms - elapsed)}")
     return "   ".join(parts)
 
 

@@ -13,7 +13,7 @@ import pytest
 from skillclassics.chess.v1 import chess_pb2
 from skillclassics.rules.v1 import rules_pb2
 
-from clients.families import InputError, family
+from clients.families import InputError, clock_line, family
 from clients.families.chess import FAMILY as CHESS
 from clients.families.chess import duel_choice, duelist_choice, greedy_choice
 from libs.engines import skirmish
@@ -445,3 +445,20 @@ def test_the_duelist_beats_the_random_bot() -> None:
     print(f"duelist vs random over 40 games: {dict(score)}")
     assert score["duelist"] >= 28, score
     assert score["random"] <= 6, score
+
+
+def test_the_clock_line_counts_a_duel_deadline_down() -> None:
+    update = rules_pb2.MatchUpdate(
+        status=rules_pb2.MATCH_STATUS_LIVE,
+        server_time_ms=1_000_000,
+        phase_deadline_ms=1_030_000,
+        clocks=[
+            rules_pb2.SeatClock(seat=0, remaining_ms=120_000),
+            rules_pb2.SeatClock(seat=1, remaining_ms=90_000),
+        ],
+    )
+    line = clock_line(update, CHESS, {}, now_ms=1_010_000)
+    assert line.endswith("deadline 0:20")
+    assert "White 2:00" in line  # the main clocks are stopped during the duel
+    update.ClearField("phase_deadline_ms")
+    assert "deadline" not in clock_line(update, CHESS, {}, now_ms=1_010_000)
