@@ -50,7 +50,8 @@ def is_blocked_dead(board: chess.Board) -> bool:
     """
     pawns = board.pawns
     if board.occupied != pawns | board.kings:
-        return False  # another piece: not a case this proves
+        locked = _locked(board)
+        return locked is not None and not locked.can_mate(chess.WHITE) and not locked.can_mate(chess.BLACK)
     white_pawns = pawns & board.occupied_co[chess.WHITE]
     black_pawns = pawns & board.occupied_co[chess.BLACK]
     # Every pawn stands right behind a pawn (of either colour): none can step forward, now or later.
@@ -148,3 +149,119 @@ def _king_can_ever_capture(
                 visited += 1
                 frontier.append(successor)
     return False
+
+
+def cannot_mate(board: chess.Board, color: chess.Color) -> bool:
+    """Whether ``color`` can be proved never to checkmate in ``board``, whatever both sides play: it has
+    insufficient material (python-chess), or the position is locked (:func:`_locked`) so that no capture
+    is ever possible and no piece or pawn of ``color`` can ever attack a square the enemy king can reach.
+    FIDE: a player whose opponent runs out of time (or resigns) in such a position only draws.
+    ``False`` means only that it could not be proved."""
+    if board.has_insufficient_material(color):
+        return True
+    locked = _locked(board)
+    return locked is not None and not locked.can_mate(color)
+
+
+class _Locked:
+    """A position whose pawns can never move, and where each side's pieces can reach only the squares of
+    :attr:`reach` and attack only those of :attr:`attacks` (supersets: every other piece ignored, only
+    the pawns block)."""
+
+    __slots__ = ("attacks", "king_reach", "reach")
+
+    def __init__(
+        self,
+        reach: tuple[chess.Bitboard, chess.Bitboard],
+        attacks: tuple[chess.Bitboard, chess.Bitboard],
+        king_reach: tuple[chess.Bitboard, chess.Bitboard],
+    ) -> None:
+        self.reach = reach
+        self.attacks = attacks
+        self.king_reach = king_reach
+
+    def can_mate(self, color: chess.Color) -> bool:
+        """Whether ``color`` could ever give check (no check, no mate)."""
+        return bool(self.attacks[color] & self.king_reach[not color])
+
+
+def _locked(board: chess.Board) -> _Locked | None:
+    """The reach of a locked position, or ``None`` when it is not one this can prove locked.
+
+    Locked: every pawn stands right behind a pawn and no pawn can capture anything, now or ever, and no
+    piece of either side can ever capture anything. Then the pawns never move, the board only changes by
+    pieces moving between empty squares, and where a piece can ever be is within the squares it reaches
+    moving freely among the pawns (a flood fill over at most 64 squares per piece: the bound of this
+    search). Each side's pieces can then only ever attack the squares attacked from those; if none of
+    them is a square the other side's pieces (or pawns) can reach, no capture is ever possible."""
+    pawns = board.pawns
+    white_pawns = pawns & board.occupied_co[chess.WHITE]
+    black_pawns = pawns & board.occupied_co[chess.BLACK]
+    if (white_pawns << 8) & chess.BB_ALL & ~pawns or (black_pawns >> 8) & ~pawns:
+        return None
+    if board.ep_square is not None and board.has_legal_en_passant():
+        return None
+    if board.castling_rights:
+        return None  # (castling moves a rook past squares a flood of its own would not cross)
+    pawn_attacks = (_pawn_attacks(black_pawns, chess.BLACK), _pawn_attacks(white_pawns, chess.WHITE))
+    # (indexed by colour: chess.BLACK is 0, chess.WHITE 1)
+    reach = [0, 0]
+    attacks = [0, 0]
+    king_reach = [0, 0]
+    king_attacks = [0, 0]
+    for color in (chess.BLACK, chess.WHITE):
+        for square in chess.scan_forward(board.occupied_co[color] & ~pawns):
+            piece_type = board.piece_type_at(square)
+            assert piece_type is not None
+            if piece_type == chess.KING:
+                # A king never steps onto a square an enemy pawn attacks (pawns that never move).
+                area = _piece_flood(square, piece_type, pawns | pawn_attacks[not color])
+                king_reach[color] = area
+                king_attacks[color] = _king_spread(area)
+                continue
+            area = _piece_flood(square, piece_type, pawns)
+            reach[color] |= area
+            for spot in chess.scan_forward(area):
+                attacks[color] |= _attacks_from(spot, piece_type, pawns)
+    for color in (chess.WHITE, chess.BLACK):
+        other = not color
+        enemy_pawns = board.occupied_co[other] & pawns
+        enemy_pieces = reach[other]
+        # No capture ever: by a piece or a pawn (of a piece or a pawn), nor by the king (of a piece, or of
+        # a pawn no pawn defends).
+        if (attacks[color] | pawn_attacks[color]) & (enemy_pieces | enemy_pawns):
+            return None
+        if king_attacks[color] & (enemy_pieces | (enemy_pawns & ~pawn_attacks[other])):
+            return None
+        attacks[color] |= pawn_attacks[color]
+    return _Locked((reach[0], reach[1]), (attacks[0], attacks[1]), (king_reach[0], king_reach[1]))
+
+
+def _attacks_from(
+    square: chess.Square, piece_type: chess.PieceType, occupied: chess.Bitboard
+) -> chess.Bitboard:
+    if piece_type == chess.KNIGHT:
+        return chess.BB_KNIGHT_ATTACKS[square]
+    if piece_type == chess.KING:
+        return chess.BB_KING_ATTACKS[square]
+    found = 0
+    if piece_type in (chess.BISHOP, chess.QUEEN):
+        found |= chess.BB_DIAG_ATTACKS[square][chess.BB_DIAG_MASKS[square] & occupied]
+    if piece_type in (chess.ROOK, chess.QUEEN):
+        found |= chess.BB_RANK_ATTACKS[square][chess.BB_RANK_MASKS[square] & occupied]
+        found |= chess.BB_FILE_ATTACKS[square][chess.BB_FILE_MASKS[square] & occupied]
+    return found
+
+
+def _piece_flood(square: chess.Square, piece_type: chess.PieceType, pawns: chess.Bitboard) -> chess.Bitboard:
+    """The squares a piece of ``piece_type`` on ``square`` could reach moving among ``pawns`` alone."""
+    area = chess.BB_SQUARES[square]
+    frontier = area
+    while frontier:
+        grown = 0
+        for spot in chess.scan_forward(frontier):
+            grown |= _attacks_from(spot, piece_type, pawns)
+        grown &= ~pawns & ~area
+        area |= grown
+        frontier = grown
+    return area

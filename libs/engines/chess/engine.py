@@ -55,7 +55,7 @@ from libs.engines.chess.actions import (
     OfferDraw,
     parse_action,
 )
-from libs.engines.chess.dead import is_blocked_dead
+from libs.engines.chess.dead import cannot_mate, is_blocked_dead
 from libs.engines.chess.notation import COLOR_NAMES, color_of, is_uci_notation, resolve_move, seat_of
 from libs.engines.chess.san import legal_moves_san, move_san
 from libs.engines.chess.tiebreak import break_tie, material
@@ -425,7 +425,7 @@ class ChessEngine:
         opponent = 1 - seat
         resigned, other = COLOR_NAMES[seat], COLOR_NAMES[opponent]
         fide = state.options.ruleset is Ruleset.FIDE
-        if fide and state._board.has_insufficient_material(color_of(opponent)):
+        if fide and cannot_mate(state._board, color_of(opponent)):
             return Outcome(
                 termination=Termination.DEAD_POSITION,
                 winner=None,
@@ -442,7 +442,7 @@ class ChessEngine:
         opponent = 1 - seat
         flagged, other = COLOR_NAMES[seat], COLOR_NAMES[opponent]
         fide = state.options.ruleset is Ruleset.FIDE
-        if fide and state._board.has_insufficient_material(color_of(opponent)):
+        if fide and cannot_mate(state._board, color_of(opponent)):
             return Outcome(
                 termination=Termination.TIMEOUT_VS_INSUFFICIENT_MATERIAL,
                 winner=None,
