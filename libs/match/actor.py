@@ -37,6 +37,7 @@ from libs.runtime.errors import (
     ResourceExhausted,
     invalid_field,
 )
+from libs.runtime.game_metrics import MatchMetrics
 from libs.runtime.log import get_logger
 from libs.runtime.timesource import ServiceTime
 
@@ -105,8 +106,13 @@ class MatchActor:
         on_finished: Callable[[], None] = lambda: None,
         chance: ChanceSource | None = None,
         lease_ms: int = DEFAULT_LEASE_MS,
+        metrics: MatchMetrics | None = None,
     ) -> None:
         self.family = family
+        self._metrics = metrics
+        """The shard's metrics (docs/deployment.md, "Game metrics"), bound once; ``None``: none kept."""
+        self._counted_live = False
+        """Whether this match counts in ``skillclassics_matches_live`` now (:meth:`count_live`)."""
         self._lease_ms = lease_ms
         self._chance: ChanceSource = chance if chance is not None else NoChance()
         self._drawing = False
@@ -380,6 +386,9 @@ class MatchActor:
         await self._store.append(updated, previous, result)
         if result is not None:
             self._on_finished()  # the result is in the outbox: the reporter delivers it
+        metrics = self._metrics
+        if metrics is not None:
+            self._count(metrics, self.record, updated)
         self.record = updated
         self._remember_key(updated.last_event)
         for watcher in self._watchers:
@@ -387,6 +396,30 @@ class MatchActor:
         await self._sync_deadline()
         if not self._drawing:
             await self._settle_chance()
+
+    def _count(self, metrics: MatchMetrics, before: MatchRecord, after: MatchRecord) -> None:
+        """The metrics of the event just committed (``before`` to ``after``): no label lookup and no
+        allocation for an ordinary action."""
+        kind = after.last_event.kind
+        if kind is EventKind.ACTION or kind is EventKind.RESIGN:
+            metrics.actions.inc()
+        if before.live_since_ms is None and after.live_since_ms is not None:
+            metrics.first_move.observe((after.live_since_ms - after.setup.created_at_ms) / 1000)
+        if after.outcome is not None and before.outcome is None:
+            metrics.finished(after.outcome.termination.value)
+            self._uncount_live()
+
+    def count_live(self) -> None:
+        """Count this match in ``skillclassics_matches_live`` if it is not over (its runtime holds it
+        now); it leaves the count when its end is committed or it is closed."""
+        if self._metrics is not None and not self._counted_live and not self.record.is_over:
+            self._counted_live = True
+            self._metrics.live.inc()
+
+    def _uncount_live(self) -> None:
+        if self._counted_live and self._metrics is not None:
+            self._counted_live = False
+            self._metrics.live.dec()
 
     async def _settle_chance(self) -> None:
         """Obtain, log and apply every draw the game waits for (under the lock).
@@ -594,6 +627,7 @@ class MatchActor:
 
     def close(self) -> None:
         self._closed = True
+        self._uncount_live()
         if self._lease_timer is not None:
             self._lease_timer.cancel()
             self._lease_timer = self._lease_timer_at = None

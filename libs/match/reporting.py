@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 import grpc
+from prometheus_client import Gauge
 from skillclassics.fairness.v1 import fairness_pb2, fairness_pb2_grpc
 from skillclassics.matchmaking.v1 import matchmaking_pb2, matchmaking_pb2_grpc
 
@@ -106,6 +107,9 @@ class ResultReporter:
         self._retry = retry_seconds
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self.backlog: Gauge | None = None
+        """The shard's ``skillclassics_result_outbox_backlog`` child, set after each pass (the runtime
+        binds it; ``None``: not kept)."""
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run())
@@ -134,6 +138,8 @@ class ResultReporter:
                 continue
             await self._store.mark_reported(result["match_id"], self._time.now_ms())
             delivered += 1
+        if self.backlog is not None:
+            self.backlog.set(len(pending) - delivered)
         return delivered
 
     async def _run(self) -> None:
@@ -158,5 +164,7 @@ class ResultReporter:
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
+        if self.backlog is not None:
+            self.backlog.set(0)  # the outbox is no longer this process's to deliver (the next owner's is)
         for recipient in self._recipients:
             await recipient.close()

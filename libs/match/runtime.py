@@ -28,6 +28,7 @@ from libs.runtime.errors import (
     Unavailable,
     invalid_field,
 )
+from libs.runtime.game_metrics import MatchMetrics
 from libs.runtime.log import get_logger
 from libs.runtime.timesource import ServiceTime
 
@@ -71,6 +72,10 @@ class MatchRuntime:
         self._store = store
         self._deadlines = deadlines
         self._time = time
+        self.metrics = MatchMetrics(family.name, shard)
+        """The shard's metrics (libs/runtime/game_metrics.py), bound once and shared by its matches."""
+        if reporter is not None:
+            reporter.backlog = self.metrics.outbox_backlog
         self._actors: dict[str, MatchActor] = {}
         self._finished: OrderedDict[str, None] = OrderedDict()
         self._closed = False
@@ -86,7 +91,8 @@ class MatchRuntime:
             self._reporter.start()
         logs = await self._store.load_unfinished()
         for match_id, events in logs.items():
-            self._actors[match_id] = self._actor(events)
+            self._actors[match_id] = actor = self._actor(events)
+            actor.count_live()
         down_from = self._down_since_ms
         if down_from is None and self._credit_downtime and logs:
             # WIRING POINT: until the shard lock reports the previous owner's last heartbeat, the latest
@@ -158,9 +164,11 @@ class MatchRuntime:
         # being committed must get this actor, never build a second one from the log (two writers of
         # one match would collide on sequence numbers).
         self._actors[setup.match_id] = actor
+        actor.count_live()
         try:
             await self._store.create(event)
         except BaseException as error:
+            actor.close()  # (out of the live count)
             if self._actors.get(setup.match_id) is actor:
                 del self._actors[setup.match_id]
             if isinstance(error, IntegrityError):
@@ -192,13 +200,22 @@ class MatchRuntime:
             return None
         actor = self._actor(events)
         self._actors[match_id] = actor
+        actor.count_live()
         self._note_if_finished(actor)
         return actor
 
     def _actor(self, events: list[MatchEvent]) -> MatchActor:
         notify = self._reporter.notify if self._reporter is not None else (lambda: None)
         return MatchActor(
-            self.family, events, self._store, self._deadlines, self._time, notify, self._chance, self.lease_ms
+            self.family,
+            events,
+            self._store,
+            self._deadlines,
+            self._time,
+            notify,
+            self._chance,
+            self.lease_ms,
+            self.metrics,
         )
 
     async def renew_presence(

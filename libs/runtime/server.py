@@ -21,6 +21,7 @@ from prometheus_client import start_http_server
 from libs.runtime.authz import ANYONE, POLICY, Authorizer
 from libs.runtime.config import ConfigError, ServiceConfig
 from libs.runtime.eventloop import run_on
+from libs.runtime.game_metrics import BUILD_INFO, platform_version
 from libs.runtime.identity import DEFAULT_TRUST_DOMAIN
 from libs.runtime.interceptor import RpcInterceptor
 from libs.runtime.log import configure_logging, get_logger
@@ -233,6 +234,7 @@ async def start_server(service: Service, config: ServiceConfig) -> RunningServer
         metrics_http, _ = start_http_server(config.metrics_port, addr=config.grpc_host)
         metrics_port = metrics_http.server_port
     SERVICE_INFO.labels(service.name).set(1)
+    BUILD_INFO.labels(service.name, platform_version()).set(1)
     service._health = health_servicer
     await service.set_serving(service._serving)
     loop = type(asyncio.get_running_loop())

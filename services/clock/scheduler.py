@@ -15,6 +15,7 @@ import heapq
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 
+from libs.runtime.game_metrics import CLOCK_EXPIRY_LATENESS_SECONDS, CLOCK_TIMERS_ARMED, ScrapedSum
 from libs.runtime.timesource import ServiceTime
 
 LATE_AFTER_MS = 1_000
@@ -73,6 +74,10 @@ class Watcher:
         self.queue.put_nowait(expiry)
 
 
+_ARMED = ScrapedSum(CLOCK_TIMERS_ARMED, lambda scheduler: scheduler.armed_count)
+"""``skillclassics_clock_timers_armed``: the timers of every scheduler not closed, read when scraped."""
+
+
 class Scheduler:
     """Timers by (owner, timer id), the heap of deadlines, and the watchers per owner."""
 
@@ -86,6 +91,7 @@ class Scheduler:
         self._watchers: dict[str, set[Watcher]] = {}
         self._closed = False
         self.fired_total = 0
+        _ARMED.add(self)
 
     # -- timers ----------------------------------------------------------------------------------------
 
@@ -181,6 +187,7 @@ class Scheduler:
             entry = self._timers[(item[2], item[3])]
             entry.fired_at_ms = now_ms
             self.fired_total += 1
+            CLOCK_EXPIRY_LATENESS_SECONDS.observe(max(0, now_ms - entry.deadline_ms) / 1000)
             self._deliver(self._expiry(entry))
         self._reschedule()
 
@@ -228,6 +235,7 @@ class Scheduler:
     def close(self) -> None:
         """Stop firing and end every watch stream."""
         self._closed = True
+        _ARMED.discard(self)
         if self._handle is not None:
             self._handle.cancel()
             self._handle = None

@@ -12,6 +12,7 @@ from libs.fairness import derivation
 from libs.fairness.derivation import DrawKind, DrawSpec, FairnessError
 from libs.fairness.proof import ClientSeed, DrawRecord, Proof
 from libs.runtime.errors import ErrorReason, InvalidArgument
+from libs.runtime.game_metrics import FAIRNESS_DRAWS
 from services.fairness.store import FairnessStore, IssuedDraw, Revelation
 
 P = ParamSpec("P")
@@ -24,6 +25,7 @@ _KIND_FROM_PROTO = {
     fairness_pb2.DRAW_KIND_SHUFFLE: DrawKind.SHUFFLE,
 }
 _KIND_TO_PROTO = {kind: number for number, kind in _KIND_FROM_PROTO.items()}
+_DRAWS_BY_KIND = {kind: FAIRNESS_DRAWS.labels(kind.value) for kind in DrawKind}
 _STATE_TO_PROTO = {
     "open": fairness_pb2.MATCH_STATE_OPEN,
     "drawing": fairness_pb2.MATCH_STATE_DRAWING,
@@ -64,6 +66,8 @@ class FairnessServicer(fairness_pb2_grpc.FairnessServiceServicer):
         spec = _checked(DrawSpec, kind, count, request.bound)
         index = request.index if request.HasField("index") else None
         draw, newly_issued = await self._store.draw(match_id, stream, spec, index)
+        if newly_issued:
+            _DRAWS_BY_KIND[kind].inc()
         return fairness_pb2.DrawResponse(draw=_draw(draw), newly_issued=newly_issued)
 
     async def Finish(

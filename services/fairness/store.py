@@ -32,6 +32,7 @@ from libs.runtime.errors import (
     NotFound,
     invalid_field,
 )
+from libs.runtime.game_metrics import FAIRNESS_REVEALS
 from services.fairness.seed_vault import SeedVault
 
 STATE_OPEN = "open"
@@ -255,20 +256,22 @@ class FairnessStore:
         Returns when it finished, in Unix milliseconds.
         """
 
-        def work(conn: Connection) -> int:
+        def work(conn: Connection) -> tuple[int, bool]:
             row = _get(conn, match_id, lock=True)
             if row["state"] == STATE_FINISHED:
-                return int(row["finished_at_ms"])
+                return int(row["finished_at_ms"]), False
             finished_at_ms = self._now_ms()
             conn.execute(
                 update(fairness_commitments)
                 .where(fairness_commitments.c.match_id == match_id)
                 .values(state=STATE_FINISHED, finished_at_ms=finished_at_ms)
             )
-            return finished_at_ms
+            return finished_at_ms, True
 
-        finished_at_ms = await self.committer.run_sync(work)
+        finished_at_ms, now_finished = await self.committer.run_sync(work)
         self._keys.pop(match_id, None)
+        if now_finished:
+            FAIRNESS_REVEALS.inc()  # committed: the seed may be revealed from now on
         return finished_at_ms
 
     async def reveal(self, match_id: str) -> Revelation:

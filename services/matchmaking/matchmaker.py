@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
+import weakref
+from collections.abc import Callable
 from typing import Any
 
 import grpc
@@ -22,9 +24,10 @@ from skillclassics.rules.v1 import rules_pb2
 from libs.fairness import FAIRNESS_VERSION
 from libs.pairing import Seeker, pair
 from libs.runtime.errors import ErrorReason, ServiceError, Unavailable, retry_after_ms
+from libs.runtime.game_metrics import PAIRING_WAIT_SECONDS, QUEUE_DEPTH
 from libs.runtime.log import get_logger
 from libs.runtime.timesource import ServiceTime
-from services.matchmaking.families import family_rules
+from services.matchmaking.families import FAMILIES, family_rules
 from services.matchmaking.lobby import LobbyHub
 from services.matchmaking.shards import RulesShards
 from services.matchmaking.store import MatchmakingStore
@@ -49,6 +52,23 @@ def fairness_fields(match: dict[str, Any]) -> dict[str, Any]:
     announce them to players (empty and 0 for a family without chance)."""
     commitment = match["fairness_commitment"] or ""
     return {"fairness_commitment": commitment, "fairness_version": FAIRNESS_VERSION if commitment else 0}
+
+
+_RUNNING: weakref.WeakSet[Matchmaker] = weakref.WeakSet()
+"""The matchmakers started and not closed (one per process, but the tests run several)."""
+
+
+def _queue_depth(family: str) -> float:
+    return float(sum(matchmaker.queue_depth(family) for matchmaker in list(_RUNNING)))
+
+
+def _depth_of(family: str) -> Callable[[], float]:
+    return lambda: _queue_depth(family)
+
+
+for _family in FAMILIES:
+    # Read when scraped: nothing to keep up to date on the queue's path.
+    QUEUE_DEPTH.labels(_family).set_function(_depth_of(_family))
 
 
 class Matchmaker:
@@ -95,8 +115,16 @@ class Matchmaker:
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self._pair_forever()), loop.create_task(self._retry_forever())]
         self._pairing_wanted.set()
+        _RUNNING.add(self)
+
+    def queue_depth(self, family: str) -> int:
+        """Players of ``family`` in the quick-match queue now (those being paired right now included)."""
+        return sum(
+            1 for _, request in (*self._seekers.values(), *self._pairing.values()) if request.family == family
+        )
 
     async def close(self) -> None:
+        _RUNNING.discard(self)
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -324,9 +352,14 @@ class Matchmaker:
             )
         finally:
             matched = {p for match in made for p in (match["player0"], match["player1"])}
+            now_ms = self.time.now_ms()
             for player in (p for pair_ in held for p in pair_):
                 entry = self._pairing.pop(player, None)
-                if entry is not None and player not in matched and player not in left:
+                if entry is not None and player in matched:
+                    seeker, request = entry
+                    waited_s = max(0, now_ms - seeker.entered_at_ms) / 1000
+                    PAIRING_WAIT_SECONDS.labels(request.family).observe(waited_s)
+                elif entry is not None and player not in left:
                     self._seekers[player] = entry
         if made:
             try:
