@@ -195,6 +195,8 @@ def normalised(update: pb.MatchUpdate) -> bytes:
     copy.fairness_commitment = ""
     copy.server_time_ms = 0
     copy.event.at_ms = 0
+    if copy.phase_deadline_ms:  # an instant too (the setup's deadline), but present in both or neither
+        copy.phase_deadline_ms = 1
     for clock in copy.clocks:
         clock.remaining_ms = 0
     return copy.SerializeToString(deterministic=True)
