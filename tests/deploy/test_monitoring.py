@@ -11,7 +11,7 @@ metrics the services export and the manifests they scrape.
   ``libs/runtime/game_metrics.py`` and with the collectors of the code), with only that metric's labels (or
   the scrape's target labels) in its selectors and groupings;
 - the ServiceMonitors and the PrometheusRule are checked against the parts of the Prometheus Operator's CRD
-  schemas they use (the Kubernetes schemas tests/deploy/test_manifests.py relies on have no CRDs), and the
+  schemas they use (the Kubernetes schemas of tests/deploy/test_production.py have no CRDs), and the
   ServiceMonitors scrape every service's metrics port exactly once, through the base's Services;
 - with ``promtool`` installed (Debian's package ``prometheus``), ``promtool check rules`` on both rule sets
   and on the dashboard's expressions, and ``promtool test rules`` on the alerts' unit tests; without it those
