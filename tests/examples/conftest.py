@@ -1,6 +1,4 @@
-"""The full-stack tests' stack (``tests/fullstack/conftest.py``), reused as it is: a stack started by the
-launcher once per database backend for this folder, reached through the gateway with signed tokens."""
-
-from tests.fullstack.conftest import platform
-
-__all__ = ["platform"]
+"""The full-stack tests' stack, the ``platform`` fixture (``tests/fullstack/stack.py``, loaded for the whole
+session by ``tests/conftest.py``), reused as it is: the same stack per database backend as
+``tests/fullstack`` uses (not one started again for this folder), reached through the gateway with signed
+tokens."""

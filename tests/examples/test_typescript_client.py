@@ -123,9 +123,11 @@ async def _build() -> None:
     await _run("npm", "exec", "--offline", "--", "tsc", "-p", "tsconfig.json", limit_s=BUILD_TIMEOUT_S)
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="session")
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def client_js() -> str:
-    """The client, built once for the module (both backends run the same build)."""
+    """The client, built once for the session (both backends run the same build). Session-scoped, not
+    module-scoped: the tests are grouped by the shared stack's backend, so the full-stack tests run
+    between this module's two tests, and a module-scoped build was torn down and redone for the second."""
     await _build()
     return "dist/client.js"
 
