@@ -587,3 +587,61 @@ def test_generals_parser_reads_or_says_malformed(text: str) -> None:
     except MalformedActionError:
         return
     assert parse_action(action) == action  # what it read, it reads back
+
+
+# -- Skirmish Chess -----------------------------------------------------------------------------------------
+
+
+def _skirmish_states() -> dict[str, Any]:
+    """Skirmish Chess positions: on the main board, with a king attackable after a failed capture, and in
+    a duel (its first move made)."""
+    from libs.engines.chess.skirmish import SKIRMISH_CHESS, SkirmishChessOptions
+
+    duel_context = ActionContext(remaining_ms=(60_000, 60_000), phase_elapsed_ms=100)
+    start = SKIRMISH_CHESS.new_game(SkirmishChessOptions())
+    opened = start
+    for seat, move in enumerate(("e2e4", "d7d5")):
+        opened = SKIRMISH_CHESS.apply(opened, seat, move, duel_context)
+    in_duel = SKIRMISH_CHESS.apply(opened, 0, "e4d5", duel_context)
+    in_duel = SKIRMISH_CHESS.apply(in_duel, 0, "a2a3", duel_context)
+    pinned = SKIRMISH_CHESS.new_game(SkirmishChessOptions(initial_fen="4k3/8/8/8/1b6/8/3B4/4K3 w - - 0 1"))
+    return {"start": start, "opened": opened, "in_duel": in_duel, "pinned": pinned}
+
+
+SKIRMISH_STATES = _skirmish_states()
+
+
+@pytest.mark.parametrize("name", sorted(SKIRMISH_STATES))
+@fuzz(40)
+@given(data=st.data())
+def test_skirmish_actions_are_applied_or_refused(name: str, data: st.DataObject) -> None:
+    """Any text on either board, from either seat: applied (then it was offered) or refused with a rules
+    error, and the state it was applied to is unchanged."""
+    from libs.engines.chess.skirmish import SKIRMISH_CHESS
+
+    state = SKIRMISH_STATES[name]
+    seat = data.draw(st.sampled_from((0, 1)), label="seat")
+    legal = [*SKIRMISH_CHESS.legal_actions(state, 0), *SKIRMISH_CHESS.legal_actions(state, 1)]
+    text = data.draw(
+        st.one_of(
+            texts(), st.from_regex(UCI_LIKE), st.from_regex(SAN_LIKE), st.sampled_from([*legal, *DRAW_WORDS])
+        ),
+        label="action",
+    )
+    before = (state.moves_uci, state.fen, state.pending)
+    context = ActionContext(remaining_ms=(60_000, 60_000), phase_elapsed_ms=50)
+    try:
+        after = SKIRMISH_CHESS.apply(state, seat, text, context)
+    except REFUSALS:
+        assert (state.moves_uci, state.fen, state.pending) == before
+        return
+    assert (state.moves_uci, state.fen, state.pending) == before
+    offered = SKIRMISH_CHESS.legal_actions(state, seat)
+    if state.pending is not None:  # a duel move: the one it played was offered
+        duel = after.pending.duel if after.pending is not None else None
+        played = duel.moves_uci[-1] if duel is not None else after.duels[-1].moves_uci[-1]
+        assert played in offered, (text, offered)
+    elif len(after.moves_uci) > len(state.moves_uci):  # a main-board move
+        assert after.moves_uci[-1] in offered, (text, offered)
+    else:  # a draw action
+        assert text.strip() in offered, (text, offered)
