@@ -53,6 +53,9 @@ breaking: $(STAMP) ## buf breaking: fail if protos/ breaks the contracts on main
 migrate: $(STAMP) ## migrate every service's database (SERVICE=fairness: one; DATA_DIR, DATABASE_URL)
 	$(PY) -m libs.persistence.migrate $(SERVICE)
 
+# Scale-out on one machine (README.md, docs/scaling.md): SHARDS (processes per rules family: 2, or
+# chess=2,gin=3), GATEWAYS, CLOCK_SHARDS (default 1 each); more than one shard needs DATABASE_URL to name
+# PostgreSQL, e.g. SHARDS=2 GATEWAYS=2 DATABASE_URL=postgresql+asyncpg://postgres@127.0.0.1/sc make run.
 run: $(PROTOS_STAMP) ## start the whole stack on localhost with SQLite (Ctrl-C stops it)
 	$(PY) -m libs.launcher
 

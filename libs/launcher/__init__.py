@@ -6,7 +6,15 @@ full-stack tests use; :func:`main` is the command line, ``python -m libs.launche
 """
 
 from libs.launcher.cli import main
-from libs.launcher.registry import SERVICES, ServiceSpec, available_services, module_exists, service_spec
+from libs.launcher.registry import (
+    SERVICES,
+    ServiceSpec,
+    available_services,
+    module_exists,
+    parse_shards,
+    scale_out,
+    service_spec,
+)
 from libs.launcher.stack import (
     Endpoint,
     ServiceExit,
@@ -36,7 +44,9 @@ __all__ = [
     "find_free_port_offset",
     "main",
     "module_exists",
+    "parse_shards",
     "port_is_free",
+    "scale_out",
     "service_spec",
     "shifted_ports",
 ]

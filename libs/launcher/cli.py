@@ -4,6 +4,14 @@ It starts the services in order, prints where they answer once all report SERVIN
 lines with their names, and on SIGINT or SIGTERM stops them and prints each exit code. It exits 0 when
 every service stopped cleanly, 1 when one failed to start, crashed or stopped badly, 2 on bad usage.
 A second Ctrl-C kills the services at once.
+
+Scale-out on one machine: ``--shards`` / ``SHARDS`` processes of every rules family (``2``, or by family,
+``chess=2,gin=3``, the others 1), ``--gateways`` / ``GATEWAYS`` gateways and ``--clock-shards`` /
+``CLOCK_SHARDS`` clock shards (default 1 each). Each replica has its own ports
+(:mod:`libs.runtime.ports`: replica n adds n × 200) and, for a shard, its ``RULES_SHARD`` or
+``CLOCK_SHARD``; matchmaking and every gateway are given every shard's address. Several shards of a
+service share its store, so they need a database server: more than one rules or clock shard requires
+``DATABASE_URL`` to name PostgreSQL (several gateways are fine on SQLite: the gateway has no database).
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from libs.launcher.registry import SERVICES, available_services
+from libs.launcher.registry import SERVICES, available_services, parse_shards, scale_out
 from libs.launcher.stack import Stack, StartError, describe_returncode
 from libs.runtime import eventloop
 
@@ -56,6 +64,26 @@ def build_parser() -> argparse.ArgumentParser:
         help="how long each service may take to stop before it is killed (default: 15)",
     )
     parser.add_argument(
+        "--shards",
+        default=os.environ.get("SHARDS") or "1",
+        metavar="N|FAMILY=N,...",
+        help="rules shards per family: a count for all, or e.g. chess=2,gin=2 (default: $SHARDS or 1)",
+    )
+    parser.add_argument(
+        "--gateways",
+        type=int,
+        default=os.environ.get("GATEWAYS") or "1",
+        metavar="M",
+        help="gateway processes (default: $GATEWAYS or 1)",
+    )
+    parser.add_argument(
+        "--clock-shards",
+        type=int,
+        default=os.environ.get("CLOCK_SHARDS") or "1",
+        metavar="K",
+        help="clock shards; rules shard n uses clock shard n mod K (default: $CLOCK_SHARDS or 1)",
+    )
+    parser.add_argument(
         "--service",
         action="append",
         metavar="NAME",
@@ -76,6 +104,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         if missing:
             parser.error(f"not written yet (no module to run): {', '.join(missing)}")
         services = tuple(spec for spec in available if spec.name in args.service)
+    try:
+        services = scale_out(
+            services, shards=parse_shards(args.shards), gateways=args.gateways, clock_shards=args.clock_shards
+        )
+    except ValueError as error:
+        parser.error(f"bad --shards, --gateways or --clock-shards: {error}")
+    sharded = sorted({spec.kind for spec in services if spec.replica > 0 and spec.kind != "gateway"})
+    if sharded and not os.environ.get("DATABASE_URL", "").startswith("postgresql"):
+        parser.error(
+            f"several shards of {', '.join(sharded)} share one store: set DATABASE_URL to a PostgreSQL "
+            "database (e.g. postgresql+asyncpg://postgres@127.0.0.1:5432/skillclassics)"
+        )
     try:
         stack = Stack(
             services,
@@ -164,7 +204,26 @@ def endpoint_table(stack: Stack) -> str:
         if spec.example is not None:
             method, data = spec.example
             lines.append(f"  {buf} --data {shlex.quote(data)} {scheme}://{stack.address(spec.name)}/{method}")
+    routing = routing_table(stack)
+    if routing:
+        lines += ["", routing]
     lines.append("Ctrl-C stops the stack.")
+    return "\n".join(lines)
+
+
+def routing_table(stack: Stack) -> str:
+    """Where matchmaking and the gateways send each family's matches, shard by shard (nothing when every
+    service runs once: the table above says it all)."""
+    if all(spec.replica == 0 for spec in stack.services):
+        return ""
+    lines = ["Shards (matchmaking and every gateway are given each family's list, in shard order):"]
+    for spec in stack.services:
+        if spec.replica == 0 and len(stack.replicas(spec.kind)) > 1:
+            addresses = [stack.address(replica.name) for replica in stack.replicas(spec.kind)]
+            lines.append(f"  {spec.kind}: {', '.join(f'{n}={a}' for n, a in enumerate(addresses))}")
+    gateways = [stack.address(spec.name) for spec in stack.replicas("gateway")]
+    if gateways:
+        lines.append(f"  players connect to any gateway: {', '.join(gateways)}")
     return "\n".join(lines)
 
 

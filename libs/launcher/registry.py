@@ -3,13 +3,18 @@
 A service whose module does not exist (yet) is skipped, so the list can name the planned services
 before they are written; the launcher starts those that are there. Names are the keys of
 :data:`libs.runtime.ports.DEFAULT_PORTS`, which gives each service its ports.
+
+:func:`scale_out` turns that list into several processes of the sharded services and of the gateway:
+replica ``n`` of a service is named ``<service>-<n>`` (replica 0 keeps the plain name, so a stack of one
+of each is named as before): ``rules-chess-1`` is rules-chess shard 1, ``clock-1`` clock shard 1,
+``gateway-1`` the second gateway.
 """
 
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 
@@ -23,6 +28,25 @@ class ServiceSpec:
     """The module started as ``python -m <module>``."""
     example: tuple[str, str] | None = None
     """An example call the launcher prints: the method path and a JSON request."""
+    service: str = ""
+    """The service this process is a replica of (its ports' row, its certificate's name); empty: ``name``."""
+    replica: int = 0
+    """Which replica: the shard number of a rules or clock process, the n-th gateway (ports shift by it)."""
+
+    @property
+    def kind(self) -> str:
+        """The service this process runs, e.g. ``rules-chess`` for ``rules-chess-1``."""
+        return self.service or self.name
+
+    def as_replica(self, replica: int) -> ServiceSpec:
+        """Replica ``replica`` of this service: named ``<service>-<replica>`` (replica 0: ``<service>``)."""
+        if replica == self.replica:
+            return self
+        kind = self.kind
+        name = kind if replica == 0 else f"{kind}-{replica}"
+        return replace(
+            self, name=name, service=kind, replica=replica, example=self.example if replica == 0 else None
+        )
 
 
 SERVICES: tuple[ServiceSpec, ...] = (
@@ -41,6 +65,60 @@ SERVICES: tuple[ServiceSpec, ...] = (
     ServiceSpec("gateway", "services.gateway"),
 )
 """Every service of the stack in start order (a service starts after those it calls)."""
+
+
+SCALABLE = ("clock", "gateway")
+"""Besides the rules families, the services that may run as several processes (the clock by shard, the
+gateway side by side); fairness and matchmaking run once."""
+
+
+def scale_out(
+    services: Iterable[ServiceSpec],
+    *,
+    shards: int | Mapping[str, int] = 1,
+    gateways: int = 1,
+    clock_shards: int = 1,
+) -> tuple[ServiceSpec, ...]:
+    """``services`` with ``shards`` processes of every rules family (or, given a mapping from family
+    to count, that many of the families it names and one of the others), ``gateways`` gateways and
+    ``clock_shards`` clock shards, each right after the previous replica (so the start order holds)."""
+    counts = {"gateway": gateways, "clock": clock_shards}
+    for count in (gateways, clock_shards, *(shards.values() if isinstance(shards, Mapping) else [shards])):
+        if count < 1:
+            raise ValueError(f"a service needs at least one process, got {count}")
+    if isinstance(shards, Mapping):
+        families = {spec.kind.removeprefix("rules-") for spec in services if spec.kind.startswith("rules-")}
+        unknown = sorted(set(shards) - families)
+        if unknown:
+            raise ValueError(
+                f"no rules service for {', '.join(unknown)} (families: {', '.join(sorted(families))})"
+            )
+    scaled: list[ServiceSpec] = []
+    for spec in services:
+        if spec.kind.startswith("rules-"):
+            family = spec.kind.removeprefix("rules-")
+            count = shards.get(family, 1) if isinstance(shards, Mapping) else shards
+        else:
+            count = counts.get(spec.kind, 1)
+        scaled += [spec.as_replica(replica) for replica in range(count)]
+    return tuple(scaled)
+
+
+def parse_shards(text: str) -> int | dict[str, int]:
+    """``SHARDS``: a count for every rules family (``2``), or counts by family (``chess=2,gin=3``, the
+    others 1); :class:`ValueError` when it is neither."""
+    text = text.strip()
+    if not text:
+        return 1
+    if "=" not in text:
+        return int(text)
+    counts: dict[str, int] = {}
+    for part in text.split(","):
+        family, sep, count = part.partition("=")
+        if not sep or not family.strip():
+            raise ValueError(f"expected FAMILY=COUNT, got {part!r}")
+        counts[family.strip().lower()] = int(count)
+    return counts
 
 
 def module_exists(module: str) -> bool:

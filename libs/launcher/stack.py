@@ -33,9 +33,10 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from libs.launcher.registry import ServiceSpec, available_services
+from libs.match.routing import SHARDS_FILE_VARIABLE, write_shards_file
 from libs.runtime.identity import OPERATOR
 from libs.runtime.pki import CertificateFiles, ensure_development_pki
-from libs.runtime.ports import DEFAULT_PORTS, ServicePorts
+from libs.runtime.ports import DEFAULT_PORTS, ServicePorts, replica_ports
 from libs.runtime.tls import default_identity
 
 LINE_LIMIT = 1024 * 1024
@@ -55,7 +56,11 @@ _WIRING: dict[str, tuple[tuple[str, str], ...]] = {
     "gateway": (("matchmaking", "MATCHMAKING_ADDRESS"), ("fairness", "FAIRNESS_ADDRESS")),
 }
 """For each kind of service, the other services it calls and the variable that gives their address.
-Matchmaking and the gateway are also given every rules service of the stack (``RULES_<FAMILY>_ADDRESSES``)."""
+Matchmaking and the gateway are also given every rules service of the stack (``RULES_<FAMILY>_ADDRESSES``,
+every shard in shard order); rules shard ``n`` is given clock shard ``n mod <clock shards>``, as a
+deployment gives rules shard N clock shard N (docs/deployment.md). They also get ``RULES_SHARDS_FILE``,
+the same lists in ``DATA_DIR/rules-shards.env``, which the launcher rewrites when :meth:`Stack.add_replica`
+adds a shard (they re-read it: docs/matchmaking.md, "Placement")."""
 _ROUTE_TO_RULES = ("matchmaking", "gateway")
 
 
@@ -136,8 +141,14 @@ class Stack:
         names = [spec.name for spec in self.services]
         if len(set(names)) != len(names):
             raise ValueError(f"a service is listed twice: {', '.join(names)}")
+        for kind, replicas in _replicas(self.services).items():
+            numbers = [spec.replica for spec in replicas]
+            if numbers != list(range(len(numbers))):
+                raise ValueError(f"the processes of {kind} must be replicas 0 to n-1 in order, got {numbers}")
         self.port_offset = port_offset
-        self.ports = {name: shifted_ports(name, port_offset) for name in names}
+        self.ports = {
+            spec.name: shifted_ports(spec.kind, port_offset, spec.replica) for spec in self.services
+        }
         self.data_dir = Path(data_dir).resolve()
         self.start_timeout = start_timeout
         self.stop_timeout = stop_timeout
@@ -201,7 +212,25 @@ class Stack:
         )
 
     def _identity(self, name: str) -> str:
-        return default_identity(name, self.environment(name))
+        return default_identity(self.spec(name).kind, self.environment(name))
+
+    @property
+    def shards_file(self) -> Path:
+        """The directory of rules shards matchmaking and the gateways read (``RULES_SHARDS_FILE``)."""
+        return Path(self._env.get(SHARDS_FILE_VARIABLE, "").strip() or self.data_dir / "rules-shards.env")
+
+    def _write_shards_file(self) -> None:
+        shards = {
+            kind.removeprefix("rules-"): [self.address(spec.name) for spec in specs]
+            for kind, specs in _replicas(self.services).items()
+            if kind.startswith("rules-")
+        }
+        if shards:  # (a stack of no rules service, sharing another's data folder, leaves its file alone)
+            write_shards_file(self.shards_file, shards)
+
+    def replicas(self, kind: str) -> list[ServiceSpec]:
+        """The processes of service ``kind`` in replica order (a family's shards in shard order)."""
+        return _replicas(self.services).get(kind, [])
 
     def metrics_url(self, name: str) -> str:
         """The Prometheus endpoint of ``name``."""
@@ -228,7 +257,8 @@ class Stack:
 
     def environment(self, name: str) -> dict[str, str]:
         """The environment ``name`` is started with."""
-        ports = self.ports[self.spec(name).name]
+        spec = self.spec(name)
+        ports = self.ports[name]
         env = dict(self._env)
         env["GRPC_PORT"] = str(ports.grpc)
         env["METRICS_PORT"] = str(ports.metrics)
@@ -236,16 +266,24 @@ class Stack:
         env["DATA_DIR"] = str(self.data_dir)
         env["PYTHONUNBUFFERED"] = "1"
         env.setdefault("LOG_FORMAT", "json")
-        for service, variable in _WIRING.get(name.split("-")[0], ()):
+        kinds = _replicas(self.services)
+        if spec.kind.startswith("rules-"):
+            env["RULES_SHARD"] = str(spec.replica)
+        elif spec.kind == "clock":
+            env["CLOCK_SHARD"] = str(spec.replica)
+        for service, variable in _WIRING.get(spec.kind.split("-")[0], ()):
             # How the stack's services find each other (a deployment sets the same variables).
-            if service in self.ports and variable not in self._env:
-                env[variable] = f"127.0.0.1:{self.ports[service].grpc}"
-        if name in _ROUTE_TO_RULES:
-            for other, ports in self.ports.items():
-                if other.startswith("rules-"):
-                    variable = f"RULES_{other.removeprefix('rules-').upper()}_ADDRESSES"
+            targets = kinds.get(service)
+            if targets and variable not in self._env:
+                target = targets[spec.replica % len(targets)] if service == "clock" else targets[0]
+                env[variable] = f"127.0.0.1:{self.ports[target.name].grpc}"
+        if spec.kind in _ROUTE_TO_RULES:
+            env.setdefault(SHARDS_FILE_VARIABLE, str(self.shards_file))
+            for kind, shards in kinds.items():
+                if kind.startswith("rules-"):
+                    variable = f"RULES_{kind.removeprefix('rules-').upper()}_ADDRESSES"
                     if variable not in self._env:
-                        env[variable] = f"127.0.0.1:{ports.grpc}"
+                        env[variable] = ",".join(f"127.0.0.1:{self.ports[s.name].grpc}" for s in shards)
         return env
 
     # Starting and stopping.
@@ -257,6 +295,7 @@ class Stack:
         :class:`StartError` names the service and its reason.
         """
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._write_shards_file()
         operator = self.operator_certificates()
         if operator is not None:
             ensure_development_pki(
@@ -308,6 +347,27 @@ class Stack:
         if child is not None:
             await self._terminate(child)
         await self._start(spec)
+
+    async def add_replica(self, kind: str) -> str:
+        """Start one more process of ``kind`` (a new shard of a rules family or of the clock, another
+        gateway) on the next replica's ports while the rest run, wait for SERVING, and (for a rules shard)
+        append it to the shards file the routers re-read; its name. Nothing else is restarted."""
+        replicas = self.replicas(kind)
+        if not replicas:
+            raise KeyError(f"{kind} is not a service of this stack")
+        spec = replicas[-1].as_replica(replicas[-1].replica + 1)
+        ports = shifted_ports(spec.kind, self.port_offset, spec.replica)
+        self.services = (*self.services, spec)
+        self.ports[spec.name] = ports
+        self._lines[spec.name] = self._new_lines()
+        self._width = max(self._width, len(spec.name))
+        operator = self.operator_certificates()
+        if operator is not None:
+            ensure_development_pki(operator.ca.parent, [OPERATOR, self._identity(spec.name)])
+        await self._start(spec)
+        if kind.startswith("rules-"):
+            self._write_shards_file()
+        return spec.name
 
     async def wait_for_crash(self) -> ServiceExit:
         """Wait until a SERVING service ends without being asked to (not by stop, kill or restart)."""
@@ -418,15 +478,23 @@ class Stack:
         return collections.deque(maxlen=KEPT_LINES)
 
 
-def shifted_ports(name: str, offset: int) -> ServicePorts:
-    """The ports of ``name`` shifted by ``offset``; :class:`ValueError` for an unknown name or a bad port."""
-    base = DEFAULT_PORTS.get(name)
-    if base is None:
+def _replicas(services: Iterable[ServiceSpec]) -> dict[str, list[ServiceSpec]]:
+    kinds: dict[str, list[ServiceSpec]] = {}
+    for spec in services:
+        kinds.setdefault(spec.kind, []).append(spec)
+    return {kind: sorted(specs, key=lambda spec: spec.replica) for kind, specs in kinds.items()}
+
+
+def shifted_ports(name: str, offset: int, replica: int = 0) -> ServicePorts:
+    """The ports of replica ``replica`` of ``name`` shifted by ``offset``
+    (:func:`~libs.runtime.ports.replica_ports`); :class:`ValueError` for an unknown name or a bad port."""
+    if name not in DEFAULT_PORTS:
         raise ValueError(f"{name} has no ports in libs.runtime.ports.DEFAULT_PORTS")
-    ports = ServicePorts(grpc=base.grpc + offset, metrics=base.metrics + offset)
+    ports = replica_ports(name, replica, offset)
     for port in (ports.grpc, ports.metrics, ports.health):
         if not 0 < port < 65536:
-            raise ValueError(f"port offset {offset} puts a port of {name} out of range ({port})")
+            shown = name if replica == 0 else f"{name} replica {replica}"
+            raise ValueError(f"port offset {offset} puts a port of {shown} out of range ({port})")
     return ports
 
 
@@ -447,12 +515,19 @@ def find_free_port_offset(
 ) -> int:
     """A random port offset (1000 to 14999) under which every port of ``services`` is free now.
 
-    It keeps clear of the default ports a developer's own stack may be using; tests use it.
+    It keeps clear of the default ports a developer's own stack may be using; tests use it. With
+    replicas (:func:`~libs.launcher.registry.scale_out`) the highest offset is lowered so that every
+    replica's ports stay below 65536.
     """
-    names = [spec.name for spec in (available_services() if services is None else services)]
+    specs = list(available_services() if services is None else services)
+    names = [spec.name for spec in specs]
+    highest = max(replica_ports(spec.kind, spec.replica).health for spec in specs)
+    top = min(15000, 65536 - highest)
+    if top <= 1000:
+        raise RuntimeError(f"too many replicas to shift the ports of {', '.join(names)} by 1000 or more")
     for _ in range(attempts):
-        offset = random.randrange(1000, 15000)
-        ports = [shifted_ports(name, offset) for name in names]
+        offset = random.randrange(1000, top)
+        ports = [shifted_ports(spec.kind, offset, spec.replica) for spec in specs]
         if all(port_is_free(host, port) for pair in ports for port in (pair.grpc, pair.metrics, pair.health)):
             return offset
     raise RuntimeError(f"no port offset with free ports for {', '.join(names)} after {attempts} attempts")

@@ -263,3 +263,15 @@ mm_formations = Table(
     Column("created_at_ms", BigInteger, nullable=False),
     Column("updated_at_ms", BigInteger, nullable=False),
 )
+
+# Matchmaking's leases (docs/matchmaking.md, "Replicas"): ``pairing`` names the one replica that pairs the
+# quick-match queue. Every takeover increments ``epoch``, the fencing token every pairing write checks.
+mm_leases = Table(
+    "mm_leases",
+    metadata,
+    Column("name", String(64), primary_key=True),
+    Column("epoch", BigInteger, nullable=False),
+    Column("holder", String(200), nullable=False),
+    # Unix ms (the holder's clock) until which the holder may pair without renewing.
+    Column("expires_at_ms", BigInteger, nullable=False),
+)

@@ -12,6 +12,7 @@ variable                        meaning                                         
 ``MATCHMAKING_ADDRESS``         host:port of matchmaking                                         unset
 ``FAIRNESS_ADDRESS``            host:port of fairness (fairness proofs of finished matches)      unset
 ``RULES_<FAMILY>_ADDRESSES``    each family's rules shards, comma-separated, in shard order      unset
+``RULES_SHARDS_FILE``           a file of those lines, re-read when it changes (shards added)    unset
 ``GATEWAY_CALL_RATE``           unary calls per second per player (token bucket refill)          20
 ``GATEWAY_CALL_BURST``          unary calls a player may make at once (bucket size)              40
 ``GATEWAY_STREAM_RATE``         stream opens per second per player                               5
@@ -39,7 +40,7 @@ from skillclassics.fairness.v1 import fairness_pb2_grpc
 from skillclassics.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from skillclassics.matchmaking.v1 import matchmaking_pb2_grpc
 
-from libs.match.routing import RulesChannels, all_shard_addresses
+from libs.match.routing import RulesChannels, ShardDirectory
 from libs.runtime import Service, ServiceConfig
 from libs.runtime import server as runtime_server
 from libs.runtime.config import env_int
@@ -75,7 +76,7 @@ class GatewayService(Service):
         """The token keys and claim rules (docs/gateway.md, Tokens)."""
         self._matchmaking_address = environ.get("MATCHMAKING_ADDRESS", "").strip()
         self._fairness_address = environ.get("FAIRNESS_ADDRESS", "").strip()
-        self._shards = all_shard_addresses(environ)
+        self._shards = ShardDirectory(environ)  # (shards appended to RULES_SHARDS_FILE are routed to)
         self._call_rate = env_int(environ, "GATEWAY_CALL_RATE", 20, minimum=1)
         self._call_burst = env_int(environ, "GATEWAY_CALL_BURST", 40, minimum=1)
         self._stream_rate = env_int(environ, "GATEWAY_STREAM_RATE", 5, minimum=1)
@@ -111,6 +112,7 @@ class GatewayService(Service):
             )
             proofs = fairness_pb2_grpc.FairnessServiceStub(self._fairness)
         await self.tokens.start()  # a GATEWAY_JWKS_URL is fetched once, off the event loop
+        self._shards.start()
         self.servicer = GatewayServicer(
             self.tokens,
             Backends(lobby, self._shards, self._channels, self._timeout_s, proofs, self.links),
@@ -129,6 +131,7 @@ class GatewayService(Service):
             self.servicer.drain(grace_s)
 
     async def close(self) -> None:
+        await self._shards.close()
         if self.servicer is not None:
             await self.servicer.presence.close()
         await self.links.close()

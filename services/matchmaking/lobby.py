@@ -11,12 +11,27 @@ QUEUE_LIMIT = 1_000
 
 
 class LobbyHub:
-    """Fans lobby events out to the players' open streams; a stream that falls behind is dropped."""
+    """Fans lobby events out to the players' open streams; a stream that falls behind is dropped.
+
+    With several replicas (docs/matchmaking.md, "Replicas") :attr:`publish` is set: every event told here
+    is also published for the other replicas, which hand it to their own streams with :meth:`deliver`."""
 
     def __init__(self) -> None:
         self._streams: dict[str, set[asyncio.Queue[matchmaking_pb2.WatchLobbyResponse | None]]] = {}
+        self.publish: Callable[[str, matchmaking_pb2.WatchLobbyResponse], None] | None = None
 
     def tell(self, player_id: str, event: matchmaking_pb2.WatchLobbyResponse) -> None:
+        """Tell ``player_id``'s streams, here and (when published) on every other replica."""
+        self.deliver(player_id, event)
+        if self.publish is not None:
+            self.publish(player_id, event)
+
+    def players(self) -> list[str]:
+        """The players with a stream open here."""
+        return list(self._streams)
+
+    def deliver(self, player_id: str, event: matchmaking_pb2.WatchLobbyResponse) -> None:
+        """Tell ``player_id``'s streams on this replica only."""
         for queue in list(self._streams.get(player_id, ())):
             if queue.qsize() >= QUEUE_LIMIT:
                 queue.put_nowait(None)

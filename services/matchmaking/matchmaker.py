@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import uuid
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import grpc
@@ -29,8 +29,9 @@ from libs.runtime.log import get_logger
 from libs.runtime.timesource import ServiceTime
 from services.matchmaking.families import FAMILIES, family_rules
 from services.matchmaking.lobby import LobbyHub
+from services.matchmaking.replicas import ReplicaSettings
 from services.matchmaking.shards import RulesShards
-from services.matchmaking.store import MatchmakingStore
+from services.matchmaking.store import Lease, LeaseLost, MatchmakingStore
 
 PAIRING_INTERVAL_S = 0.25
 PAIRING_BATCH = 64
@@ -39,6 +40,11 @@ the rules shards concurrently and marked playing in one more transaction."""
 RETRY_INTERVAL_S = 1.0
 FAIRNESS_TIMEOUT_S = 5.0
 """How long a fairness ``Commit`` may take before the join or pairing that needs it is given up."""
+PAIRING_LEASE = "pairing"
+"""The lease (``mm_leases``) of the one replica that pairs the queue (docs/matchmaking.md, "Replicas")."""
+RETRY_GRACE_MS = 10_000
+"""With several replicas, the leader's retry loop leaves a ``starting`` match alone this long: the replica
+that wrote it is creating it (a shard call takes at most 5 s) and tells its players itself."""
 _log = get_logger(__name__)
 
 
@@ -84,8 +90,17 @@ class Matchmaker:
         first_move_timeout_ms: int = 0,
         disconnect_forfeit_ms: int = 0,
         client_seed_window_ms: int = DEFAULT_CLIENT_SEED_WINDOW_MS,
+        replicas: ReplicaSettings | None = None,
     ) -> None:
         self.store = store
+        self.replicas = replicas
+        """Set when this is one of several replicas (PostgreSQL): it pairs only while it holds the pairing
+        lease, reading the queue from the database; ``None``: the one process, queue in memory."""
+        self.lease: Lease | None = None
+        """The pairing lease while this replica holds it (several replicas only)."""
+        self._lease_until = 0.0
+        """Until when (event loop time) the lease is surely still ours: its last renewal's start plus the
+        lease. Past it this replica stops pairing, even before it learns whether it was taken over."""
         self._first_move_timeout_ms = first_move_timeout_ms
         """0: the rules service's default (60 s)."""
         self._disconnect_forfeit_ms = disconnect_forfeit_ms
@@ -108,14 +123,70 @@ class Matchmaker:
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
-        for row in await self.store.queued():
-            request = pb.EnterQueueRequest.FromString(row["request"])
-            seeker = Seeker(row["player_id"], row["rating"], row["entered_at_ms"], row["pool"])
-            self._seekers[row["player_id"]] = (seeker, request)
         loop = asyncio.get_running_loop()
-        self._tasks = [loop.create_task(self._pair_forever()), loop.create_task(self._retry_forever())]
+        if self.replicas is None:
+            await self._load_queue()
+        else:
+            await self._lead_once()  # a free lease is taken before the first call is served
+            self._tasks.append(loop.create_task(self._lead_forever()))
+        self._tasks += [loop.create_task(self._pair_forever()), loop.create_task(self._retry_forever())]
         self._pairing_wanted.set()
         _RUNNING.add(self)
+
+    async def _load_queue(self) -> None:
+        """Everyone queued, as stored (those being paired right now excepted)."""
+        seekers = {}
+        for row in await self.store.queued():
+            if row["player_id"] in self._pairing:
+                continue
+            request = pb.EnterQueueRequest.FromString(row["request"])
+            seeker = Seeker(row["player_id"], row["rating"], row["entered_at_ms"], row["pool"])
+            seekers[row["player_id"]] = (seeker, request)
+        self._seekers = seekers
+
+    # -- the pairing lease (several replicas) ----------------------------------------------------------
+
+    @property
+    def leading(self) -> bool:
+        """Whether this process pairs the queue now: always for the one process; for a replica, while it
+        holds the pairing lease and that lease has surely not expired."""
+        if self.replicas is None:
+            return True
+        return self.lease is not None and asyncio.get_running_loop().time() < self._lease_until
+
+    async def _lead_forever(self) -> None:
+        """Take the pairing lease when it is free or expired, and renew it every third of its length while
+        held; a renewal refused (another replica took it over) or an expiry stops the pairing here."""
+        assert self.replicas is not None
+        while True:
+            await asyncio.sleep(self.replicas.lease_ms / 3000)
+            await self._lead_once()
+
+    async def _lead_once(self) -> None:
+        assert self.replicas is not None
+        holder, lease_ms = self.replicas.holder, self.replicas.lease_ms
+        started = asyncio.get_running_loop().time()
+        now_ms = self.time.now_ms()
+        try:
+            if self.lease is None:
+                self.lease = await self.store.claim_lease(PAIRING_LEASE, holder, now_ms, lease_ms)
+                if self.lease is not None:
+                    _log.warning("queue.leading", holder=holder, epoch=self.lease.epoch)
+                    self._lease_until = started + lease_ms / 1000
+                    self._pairing_wanted.set()
+            elif await self.store.renew_lease(self.lease, now_ms, lease_ms):
+                self._lease_until = started + lease_ms / 1000
+            else:
+                self._step_down("another replica took the pairing lease over")
+        except Exception as error:  # the database is unreachable: the lease runs out on its own
+            _log.warning("queue.lease_failed", error=type(error).__name__)
+
+    def _step_down(self, reason: str) -> None:
+        if self.lease is not None:
+            _log.warning("queue.not_leading", epoch=self.lease.epoch, reason=reason)
+        self.lease = None
+        self._lease_until = 0.0
+        self._seekers.clear()
 
     def queue_depth(self, family: str) -> int:
         """Players of ``family`` in the quick-match queue now (those being paired right now included)."""
@@ -128,6 +199,12 @@ class Matchmaker:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.lease is not None:  # hand the pairing over at once rather than after the lease runs out
+            lease, self.lease = self.lease, None
+            try:
+                await self.store.release_lease(lease, self.time.now_ms())
+            except Exception as error:
+                _log.warning("queue.lease_release_failed", error=type(error).__name__)
         self.hub.close()
         await self.shards.close()
         if self._fairness_channel is not None:
@@ -273,12 +350,46 @@ class Matchmaker:
         for player in {seat.player_id for seat in table.seats}:
             self.hub.tell(player, event)
 
+    async def catch_up(self, players: Iterable[str], since_ms: int) -> None:
+        """Tell ``players``' streams here what the database holds that they may have missed since
+        ``since_ms`` (this replica stopped hearing the others' events then): the state of each of their
+        tables still open or in play, or created or ended since, and ``MatchReady`` for each of their
+        matches in play made since. A repeat of an event heard already changes nothing for a client (a
+        table's state, a match's coordinates)."""
+        from services.matchmaking.servicer import table_proto
+
+        now = self.time.now_ms()
+        for player in players:
+            tables, matches = await self.store.recent_of(player, since_ms)
+            for row in tables:
+                self.hub.deliver(player, pb.WatchLobbyResponse(table_updated=table_proto(row), at_ms=now))
+            for match in matches:
+                seat = 0 if match["player0"] == player else 1
+                ready = pb.MatchReady(
+                    match_id=match["match_id"],
+                    family=match["family"],
+                    seat=seat,
+                    opponent_id=match["player1"] if seat == 0 else match["player0"],
+                    table_id=match["table_id"] or "",
+                    **fairness_fields(match),
+                )
+                self.hub.deliver(player, pb.WatchLobbyResponse(match_ready=ready, at_ms=now))
+
     async def _retry_forever(self) -> None:
         while True:
             try:
-                waiting = [
-                    m for m in await self.store.matches_starting() if m["match_id"] not in self._launching
-                ]
+                before_ms = None
+                if self.replicas is not None:  # the leader's job, for matches their replica did not finish
+                    before_ms = self.time.now_ms() - RETRY_GRACE_MS
+                waiting = (
+                    [
+                        m
+                        for m in await self.store.matches_starting(before_ms)
+                        if m["match_id"] not in self._launching
+                    ]
+                    if self.leading
+                    else []
+                )
                 for start in range(0, len(waiting), PAIRING_BATCH):
                     await self.launch_many(waiting[start : start + PAIRING_BATCH])
             except Exception as error:  # the database is unreachable: try again later
@@ -288,7 +399,8 @@ class Matchmaker:
     # -- the queue -----------------------------------------------------------------------------------
 
     def queue(self, seeker: Seeker, request: pb.EnterQueueRequest) -> None:
-        self._seekers[seeker.player_id] = (seeker, request)
+        if self.leading:  # (a replica's pairing reads the queue from the database at every round)
+            self._seekers[seeker.player_id] = (seeker, request)
         self._pairing_wanted.set()
 
     def dequeue(self, player_id: str) -> None:
@@ -337,13 +449,22 @@ class Matchmaker:
                 else:
                     candidates.append((first, second, row))
             if candidates:
-                paired = await self.store.pair_many(candidates)
+                lease = self.lease
+                if self.replicas is not None and (lease is None or not self.leading):
+                    raise LeaseLost(lease or Lease(PAIRING_LEASE, "", 0))
+                paired = await (
+                    self.store.pair_many(candidates)
+                    if lease is None
+                    else self.store.pair_many(candidates, lease=lease)
+                )
                 made = [match for (_, _, match), ok in zip(candidates, paired, strict=True) if ok]
                 missed = [
                     p for (f, s, _), ok in zip(candidates, paired, strict=True) if not ok for p in (f, s)
                 ]
                 if missed:  # someone's queue row was gone: believe the store about who is still queued
                     left = set(missed) - await self.store.still_queued(missed)
+        except LeaseLost as error:
+            self._step_down(error.message)
         except Exception as error:
             _log.warning(
                 "queue.pairing_failed",
@@ -381,10 +502,21 @@ class Matchmaker:
 
     async def _pair_forever(self) -> None:
         while True:
-            # Windows widen with time: pair again after the interval even when nobody new came.
+            # Windows widen with time: pair again after the interval even when nobody new came. (Not
+            # wait_for: on Python 3.11 it can lose a cancellation that comes as the event is set, and
+            # close() would then wait for this loop forever.)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._pairing_wanted.wait(), PAIRING_INTERVAL_S)
+                async with asyncio.timeout(PAIRING_INTERVAL_S):
+                    await self._pairing_wanted.wait()
             self._pairing_wanted.clear()
+            if self.replicas is not None:
+                if not self.leading:
+                    continue
+                try:
+                    await self._load_queue()
+                except Exception as error:
+                    _log.warning("queue.read_failed", error=type(error).__name__)
+                    continue
             if len(self._seekers) >= 2:
                 try:
                     await self.pair_now()

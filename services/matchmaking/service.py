@@ -6,6 +6,10 @@ order), ``FAIRNESS_ADDRESS`` (for families that use chance), and, outside produc
 creates, for tests and demos; the published rules are 60 s each, so production refuses them), and
 ``MATCH_CLIENT_SEED_WINDOW_MS`` (default 5000, at most 60000): how long the first draw of a match of a
 family that uses chance waits for both players' client seeds.
+
+On PostgreSQL matchmaking runs as any number of replicas (docs/matchmaking.md, "Replicas"): one pairs the
+queue while it holds the pairing lease (``MATCHMAKING_LEASE_MS``, default 3000), every one serves the
+lobby, and lobby events go to every replica through ``LISTEN``/``NOTIFY``. On SQLite it is one process.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from libs.runtime.timesource import ServiceTime
 from services.matchmaking.families import FAMILIES
 from services.matchmaking.lobby import LobbyHub
 from services.matchmaking.matchmaker import DEFAULT_CLIENT_SEED_WINDOW_MS, Matchmaker
+from services.matchmaking.replicas import DEFAULT_LEASE_MS, LobbyBus, ReplicaSettings
 from services.matchmaking.servicer import MatchmakingServicer
 from services.matchmaking.shards import RulesShards
 from services.matchmaking.store import MatchmakingStore
@@ -54,7 +59,10 @@ class MatchmakingService(Service):
             )
         seed_window = env_int(self._env, "MATCH_CLIENT_SEED_WINDOW_MS", DEFAULT_CLIENT_SEED_WINDOW_MS)
         self._seed_window_ms = min(seed_window, MAX_CLIENT_SEED_WINDOW_MS)  # (may be tuned in production)
+        self._lease_ms = env_int(self._env, "MATCHMAKING_LEASE_MS", DEFAULT_LEASE_MS, minimum=300)
         self.matchmaker: Matchmaker | None = None
+        self.bus: LobbyBus | None = None
+        """The lobby events of the other replicas (PostgreSQL only)."""
 
     @property
     def service_names(self) -> Sequence[str]:
@@ -67,15 +75,30 @@ class MatchmakingService(Service):
         self._store = MatchmakingStore(self._db)
         shards = RulesShards(self._env, list(FAMILIES), self._config.tls)
         fairness = self._env.get("FAIRNESS_ADDRESS", "").strip()
+        replicas = None if self._db.is_sqlite else ReplicaSettings(self._lease_ms)
+        hub = LobbyHub()
+        time = ServiceTime()
         self.matchmaker = Matchmaker(
             self._store,
             shards,
-            LobbyHub(),
-            ServiceTime(),
+            hub,
+            time,
             fairness,
             **self._windows,
             client_seed_window_ms=self._seed_window_ms,
+            replicas=replicas,
         )
+        if replicas is not None:
+            self.bus = LobbyBus(
+                self._config.database_url,
+                replicas.holder,
+                hub.deliver,
+                hub.players,
+                self.matchmaker.catch_up,
+                time.now_ms,
+            )
+            await self.bus.start()  # listening before any event of this replica is published
+            hub.publish = self.bus.publish
         await self.matchmaker.start()
         matchmaking_pb2_grpc.add_MatchmakingServiceServicer_to_server(
             MatchmakingServicer(self.matchmaker), server
@@ -91,6 +114,8 @@ class MatchmakingService(Service):
         # goes; a write after that is refused with UNAVAILABLE.
         if self.matchmaker is not None:
             await self.matchmaker.close()
+        if self.bus is not None:
+            await self.bus.close()
         if self._store is not None:
             await self._store.close()
         if self._db is not None:

@@ -29,6 +29,7 @@ from libs.persistence.group_commit import GroupCommitter
 from libs.persistence.schema import (
     mm_activity,
     mm_formations,
+    mm_leases,
     mm_matches,
     mm_queue,
     mm_rating_changes,
@@ -36,13 +37,42 @@ from libs.persistence.schema import (
     mm_tables,
 )
 from libs.ratings import INITIAL_RATING, PlayerRating, rate
-from libs.runtime.errors import AlreadyExists, ErrorReason, FailedPrecondition, InvalidArgument, NotFound
+from libs.runtime.errors import (
+    AlreadyExists,
+    ErrorReason,
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    Unavailable,
+)
 
 T = TypeVar("T")
 MAX_FORMATIONS = 50
 """The most formations one player may keep (a new name past it is refused; replacing one is not)."""
 SHUTTING_DOWN = "matchmaking is shutting down and takes no more changes; try again"
 """Why a write is refused (``UNAVAILABLE``) once the store is closed."""
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """A lease as one replica holds it: the fencing token of the writes it makes as the lease's holder."""
+
+    name: str
+    holder: str
+    epoch: int
+
+
+class LeaseLost(Unavailable):
+    """A write made under a lease whose epoch is no longer the lease's (another replica took it over):
+    refused, nothing of it committed. (Not the committer's ``Fenced``: only this unit fails, not the other
+    calls' units sharing its transaction.)"""
+
+    def __init__(self, lease: Lease) -> None:
+        super().__init__(
+            f"matchmaking lease {lease.name} epoch {lease.epoch} was taken over by another replica; "
+            "nothing was changed",
+            reason=ErrorReason.ERROR_REASON_SHARD_NOT_SERVING,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +88,7 @@ class MatchmakingStore:
     """The durable side of matchmaking."""
 
     def __init__(self, db: Database) -> None:
+        self._db = db
         self.committer = GroupCommitter(db, closed_reason=SHUTTING_DOWN)
         """Runs every write and read (its ``batches`` and ``units`` count commits and the units they
         held: writes, and on SQLite reads too); once closed it refuses writes with ``Unavailable``
@@ -70,6 +101,14 @@ class MatchmakingStore:
     async def _write(self, work: Callable[[Connection], T]) -> T:
         """``work(connection)`` in the next group transaction; its result once that is committed."""
         return await self.committer.run_sync(work)
+
+    async def _alone(self, work: Callable[[Connection], T]) -> T:
+        """``work(connection)`` in a transaction of its own, outside the group commit: the lease's
+        statements, so that they never wait behind, nor hold locks within, a batch of other calls'
+        writes."""
+        async with self._db.begin() as conn:
+            result: T = await conn.run_sync(work)
+        return result
 
     async def _read(self, work: Callable[[Connection], T]) -> T:
         """``work(connection)``, reads only (:meth:`GroupCommitter.read`)."""
@@ -253,7 +292,9 @@ class MatchmakingStore:
         """Take both players out of the queue into a new match, or neither (one left meanwhile)."""
         return (await self.pair_many([(first, second, match)]))[0]
 
-    async def pair_many(self, pairs: list[tuple[str, str, dict[str, Any]]]) -> list[bool]:
+    async def pair_many(
+        self, pairs: list[tuple[str, str, dict[str, Any]]], *, lease: Lease | None = None
+    ) -> list[bool]:
         """Take each pair of players out of the queue into its new match, all in one transaction: a pair
         whose two queue rows are both there is made; one where either player left meanwhile is not, and
         loses nothing. Whether each pair was made, in order. (The queue rows are locked first, so a
@@ -262,6 +303,8 @@ class MatchmakingStore:
         players = [player for first, second, _ in pairs for player in (first, second)]
 
         def work(conn: Connection) -> list[bool]:
+            if lease is not None:
+                self._fence(conn, lease)
             rows = conn.execute(
                 select(mm_queue.c.player_id).where(mm_queue.c.player_id.in_(players)).with_for_update()
             )
@@ -289,10 +332,74 @@ class MatchmakingStore:
 
         return await self._write(work)
 
+    # -- leases (several replicas, PostgreSQL) -------------------------------------------------------
+
+    @staticmethod
+    def _fence(conn: Connection, lease: Lease) -> None:
+        """The first statement of a write made as ``lease``'s holder: lock the lease row on the condition
+        that its epoch is still ``lease.epoch`` (a takeover, which updates that row, then waits for this
+        transaction, or came before and this one is refused), or raise :class:`LeaseLost`."""
+        held = conn.execute(
+            update(mm_leases)
+            .where(
+                mm_leases.c.name == lease.name,
+                mm_leases.c.epoch == lease.epoch,
+                mm_leases.c.holder == lease.holder,
+            )
+            .values(epoch=mm_leases.c.epoch)
+        )
+        if held.rowcount != 1:
+            raise LeaseLost(lease)
+
+    async def claim_lease(self, name: str, holder: str, now_ms: int, lease_ms: int) -> Lease | None:
+        """Take lease ``name`` for ``holder`` if nobody holds it or its holder let it expire (its epoch is
+        then incremented: the previous holder's writes are refused from now on); ``None`` while another
+        holder's lease still runs."""
+
+        def work(conn: Connection) -> Lease | None:
+            row = conn.execute(select(mm_leases).where(mm_leases.c.name == name).with_for_update()).first()
+            values = {"holder": holder, "expires_at_ms": now_ms + lease_ms}
+            if row is None:
+                conn.execute(insert(mm_leases).values(name=name, epoch=1, **values))
+                return Lease(name, holder, 1)
+            if row.holder != holder and row.expires_at_ms >= now_ms:
+                return None
+            epoch = int(row.epoch) + 1
+            conn.execute(
+                update(mm_leases)
+                .where(mm_leases.c.name == name, mm_leases.c.epoch == row.epoch)
+                .values(epoch=epoch, **values)
+            )
+            return Lease(name, holder, epoch)
+
+        try:
+            return await self._alone(work)
+        except IntegrityError:  # another replica inserted the first row meanwhile: it holds the lease
+            return None
+
+    def _held(self, lease: Lease) -> Any:
+        return update(mm_leases).where(
+            mm_leases.c.name == lease.name,
+            mm_leases.c.epoch == lease.epoch,
+            mm_leases.c.holder == lease.holder,
+        )
+
+    async def renew_lease(self, lease: Lease, now_ms: int, lease_ms: int) -> bool:
+        """Extend ``lease`` on the condition that its epoch is still the lease's; whether it was."""
+        renew = self._held(lease).values(expires_at_ms=now_ms + lease_ms)
+        return bool(await self._alone(lambda conn: conn.execute(renew).rowcount == 1))
+
+    async def release_lease(self, lease: Lease, now_ms: int) -> None:
+        """Let ``lease`` go at once (a clean shutdown): another replica may take it without waiting."""
+        release = self._held(lease).values(expires_at_ms=now_ms - 1)
+        await self._alone(lambda conn: conn.execute(release))
+
     # -- matches -------------------------------------------------------------------------------------
 
-    async def matches_starting(self) -> list[dict[str, Any]]:
+    async def matches_starting(self, created_before_ms: int | None = None) -> list[dict[str, Any]]:
         query = select(mm_matches).where(mm_matches.c.status == "starting")
+        if created_before_ms is not None:
+            query = query.where(mm_matches.c.created_at_ms < created_before_ms)
         return await self._read(lambda conn: [dict(r._mapping) for r in conn.execute(query)])
 
     async def mark_playing(self, match: dict[str, Any]) -> None:
@@ -472,6 +579,38 @@ class MatchmakingStore:
         for match in matches:
             match["rating_change"] = by_match.get(match["match_id"])
         return matches
+
+    async def recent_of(
+        self, player_id: str, since_ms: int
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """What a replica that stopped hearing the others at ``since_ms`` tells ``player_id``'s streams
+        (:meth:`Matchmaker.catch_up`): their tables still open or in play, or created or ended since, and
+        their matches in play made since."""
+        seated = (mm_tables.c.creator_id == player_id) | (mm_tables.c.joiner_id == player_id)
+        ended = select(mm_matches.c.match_id).where(mm_matches.c.ended_at_ms >= since_ms)
+        tables = (
+            select(mm_tables)
+            .where(
+                seated,
+                mm_tables.c.status.in_(["open", "starting", "playing"])
+                | (mm_tables.c.created_at_ms >= since_ms)
+                | mm_tables.c.match_id.in_(ended),
+            )
+            .order_by(mm_tables.c.created_at_ms)
+        )
+        matches = select(mm_matches).where(
+            (mm_matches.c.player0 == player_id) | (mm_matches.c.player1 == player_id),
+            mm_matches.c.status == "playing",
+            mm_matches.c.created_at_ms >= since_ms,
+        )
+
+        def read(conn: Connection) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+            return (
+                [dict(r._mapping) for r in conn.execute(tables)],
+                [dict(r._mapping) for r in conn.execute(matches)],
+            )
+
+        return await self._read(read)
 
     # -- formations ----------------------------------------------------------------------------------
 

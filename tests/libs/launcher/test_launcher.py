@@ -23,9 +23,12 @@ from libs.launcher import (
     exit_reason,
     failure_reason,
     find_free_port_offset,
+    parse_shards,
+    scale_out,
     service_spec,
 )
-from libs.runtime.ports import DEFAULT_PORTS
+from libs.runtime.ports import DEFAULT_PORTS, REPLICA_PORT_STRIDE, ServicePorts, replica_ports
+from tests.conftest import create_postgres_database, drop_postgres_database
 from tests.support import backend_channel
 
 FAIRNESS = service_spec("fairness")
@@ -153,11 +156,11 @@ async def launch(port_offset: int, data_dir: Path, **env: str) -> asyncio.subpro
     )
 
 
-async def read_until(process: asyncio.subprocess.Process, marker: str) -> list[str]:
+async def read_until(process: asyncio.subprocess.Process, marker: str, seconds: float = TIMEOUT) -> list[str]:
     """The output lines up to and including the first that contains ``marker``."""
     assert process.stdout is not None
     lines: list[str] = []
-    async with asyncio.timeout(TIMEOUT):
+    async with asyncio.timeout(seconds):
         while not lines or marker not in lines[-1]:
             raw = await process.stdout.readline()
             if not raw:
@@ -166,9 +169,9 @@ async def read_until(process: asyncio.subprocess.Process, marker: str) -> list[s
     return lines
 
 
-async def finish(process: asyncio.subprocess.Process) -> tuple[int, list[str]]:
+async def finish(process: asyncio.subprocess.Process, seconds: float = TIMEOUT) -> tuple[int, list[str]]:
     """Wait for the launcher to exit: its exit status and remaining output lines."""
-    output, _ = await asyncio.wait_for(process.communicate(), TIMEOUT)
+    output, _ = await asyncio.wait_for(process.communicate(), seconds)
     return process.returncode if process.returncode is not None else -1, output.decode().splitlines()
 
 
@@ -215,3 +218,162 @@ async def test_cli_names_the_service_that_fails_to_start(tmp_path: Path, port_of
         "launcher: fairness failed to start: configuration error: DATABASE_URL must be set in production"
         in output
     )
+
+
+# Scale-out: several shards of each rules family, several gateways and clock shards on one machine.
+
+
+def test_scale_out_names_replicas_and_keeps_the_start_order() -> None:
+    services = [service_spec(name) for name in ("fairness", "clock", "rules-chess", "rules-gin")]
+    services += [service_spec("matchmaking"), service_spec("gateway")]
+    scaled = scale_out(services, shards={"chess": 3}, gateways=2, clock_shards=2)
+    assert [spec.name for spec in scaled] == [
+        "fairness",
+        "clock",
+        "clock-1",
+        "rules-chess",
+        "rules-chess-1",
+        "rules-chess-2",
+        "rules-gin",
+        "matchmaking",
+        "gateway",
+        "gateway-1",
+    ]
+    assert [(spec.kind, spec.replica) for spec in scaled if spec.kind == "rules-chess"] == [
+        ("rules-chess", 0),
+        ("rules-chess", 1),
+        ("rules-chess", 2),
+    ]
+    assert scaled[3].example is not None
+    assert scaled[4].example is None
+    assert scale_out(services) == tuple(services)  # one of each: the registry's own specs
+    assert [s.name for s in scale_out(services, shards=2)][2:6] == [
+        "rules-chess",
+        "rules-chess-1",
+        "rules-gin",
+        "rules-gin-1",
+    ]
+    with pytest.raises(ValueError, match="at least one"):
+        scale_out(services, gateways=0)
+    with pytest.raises(ValueError, match="no rules service for go"):
+        scale_out(services, shards={"go": 2})
+
+
+def test_parse_shards() -> None:
+    assert parse_shards("") == 1
+    assert parse_shards("2") == 2
+    assert parse_shards(" chess=2, GIN=3 ") == {"chess": 2, "gin": 3}
+    with pytest.raises(ValueError, match="invalid literal"):
+        parse_shards("chess")  # neither a count nor FAMILY=COUNT
+    with pytest.raises(ValueError, match="expected FAMILY=COUNT"):
+        parse_shards("chess=2,=1")
+
+
+def test_replica_ports_follow_the_documented_stride() -> None:
+    assert replica_ports("rules-chess", 1) == ServicePorts(grpc=50260, metrics=9360)
+    assert replica_ports("rules-chess", 1).health == 50360
+    assert replica_ports("gateway", 2, offset=7) == ServicePorts(grpc=50457, metrics=9557)
+    # No port of any replica (up to 20 of each service) is another's.
+    every = [
+        port
+        for name in DEFAULT_PORTS
+        for replica in range(20)
+        for port in (lambda p: (p.grpc, p.metrics, p.health))(replica_ports(name, replica))
+    ]
+    assert len(every) == len(set(every))
+    assert REPLICA_PORT_STRIDE == 200
+
+
+def test_a_scaled_stack_wires_every_shard() -> None:
+    services = [service_spec(name) for name in ("fairness", "clock", "rules-chess", "rules-gin")]
+    services += [service_spec("matchmaking"), service_spec("gateway")]
+    scaled = scale_out(services, shards={"chess": 3, "gin": 2}, gateways=2, clock_shards=2)
+    stack = Stack(scaled, port_offset=1000, data_dir="unused", echo=False)
+    chess = [f"127.0.0.1:{50060 + 1000 + 200 * n}" for n in range(3)]
+    gin = [f"127.0.0.1:{50062 + 1000 + 200 * n}" for n in range(2)]
+    clocks = [f"127.0.0.1:{50053 + 1000 + 200 * n}" for n in range(2)]
+    assert [stack.address(name) for name in ("rules-chess", "rules-chess-1", "rules-chess-2")] == chess
+    assert stack.health_address("gateway-1") == "127.0.0.1:51350"
+    assert stack.metrics_url("rules-gin-1") == "http://127.0.0.1:10362/metrics"
+    for router in ("matchmaking", "gateway", "gateway-1"):
+        env = stack.environment(router)
+        assert env["RULES_CHESS_ADDRESSES"] == ",".join(chess)
+        assert env["RULES_GIN_ADDRESSES"] == ",".join(gin)
+    assert stack.environment("gateway-1")["MATCHMAKING_ADDRESS"] == stack.address("matchmaking")
+    assert stack.environment("gateway-1")["GRPC_PORT"] == "51250"
+    for shard in range(3):
+        env = stack.environment("rules-chess" if shard == 0 else f"rules-chess-{shard}")
+        assert env["RULES_SHARD"] == str(shard)
+        assert env["CLOCK_ADDRESS"] == clocks[shard % 2]  # rules shard n: clock shard n mod 2
+        assert env["MATCHMAKING_ADDRESS"] == stack.address("matchmaking")
+    assert stack.environment("clock-1")["CLOCK_SHARD"] == "1"
+    assert stack._identity("rules-chess-2") == "rules-chess-2"  # its certificate: the shard's pod name
+    assert stack._identity("gateway-1") == "gateway"
+    assert [spec.name for spec in stack.replicas("rules-gin")] == ["rules-gin", "rules-gin-1"]
+    with pytest.raises(ValueError, match="replicas 0 to n-1"):
+        Stack([service_spec("rules-chess").as_replica(1)], data_dir="unused", echo=False)
+
+
+async def launch_args(*args: str, **env: str) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "libs.launcher",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        env={**os.environ, **env},
+        cwd=REPO,
+    )
+
+
+async def test_cli_refuses_shards_on_sqlite(tmp_path: Path) -> None:
+    process = await launch_args("--data-dir", str(tmp_path), SHARDS="2")
+    returncode, lines = await finish(process)
+    assert returncode == 2
+    assert "set DATABASE_URL to a PostgreSQL database" in "\n".join(lines)
+    process = await launch_args("--data-dir", str(tmp_path), "--gateways", "x")
+    returncode, lines = await finish(process)
+    assert returncode == 2
+    assert "invalid int value" in "\n".join(lines)
+
+
+@pytest.mark.postgres
+async def test_cli_starts_shards_gateways_and_clock_shards_on_postgresql(tmp_path: Path) -> None:
+    services = ["fairness", "clock", "rules-chess", "matchmaking", "gateway"]
+    specs = scale_out([service_spec(name) for name in services], shards=2, gateways=2, clock_shards=2)
+    offset = find_free_port_offset(specs)
+    name, url = await create_postgres_database("sc_launcher")
+    try:
+        process = await launch_args(
+            *(arg for service in services for arg in ("--service", service)),
+            "--port-offset",
+            str(offset),
+            "--data-dir",
+            str(tmp_path),
+            "--clock-shards",
+            "2",
+            SHARDS="2",
+            GATEWAYS="2",
+            DATABASE_URL=url,
+            MIGRATE_ON_START="true",
+        )
+        try:
+            shown = await read_until(process, "Ctrl-C stops the stack.", 120)  # 10 processes, one by one
+            output = "\n".join(shown)
+            for spec in specs:  # every process, its own ports
+                ports = replica_ports(spec.kind, spec.replica, offset)
+                row = next(line.split() for line in shown if line.startswith(f"  {spec.name} "))
+                assert row[1:3] == [f"127.0.0.1:{ports.grpc}", f"http://127.0.0.1:{ports.metrics}/metrics"]
+                assert await check_health(f"127.0.0.1:{ports.health}") == "SERVING"
+            chess = [replica_ports("rules-chess", n, offset).grpc for n in range(2)]
+            assert f"rules-chess: 0=127.0.0.1:{chess[0]}, 1=127.0.0.1:{chess[1]}" in output
+            gateways = [replica_ports("gateway", n, offset).grpc for n in range(2)]
+            assert f"any gateway: 127.0.0.1:{gateways[0]}, 127.0.0.1:{gateways[1]}" in output
+        finally:
+            process.send_signal(signal.SIGINT)
+        returncode, rest = await finish(process, 120)
+        assert returncode == 0, "\n".join(rest)
+        assert "launcher: rules-chess-1 exited with code 0" in rest
+    finally:
+        await drop_postgres_database(name)
