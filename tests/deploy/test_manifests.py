@@ -1133,14 +1133,18 @@ def test_callers_list_every_rules_shard_in_order(manifests: Manifests, caller: s
         assert resolve(manifests, env["MATCHMAKING_ADDRESS"]) == Target("matchmaking", None), where
 
 
-def test_matchmaking_runs_exactly_one_replica(manifests: Manifests) -> None:
-    """Its quick-match queue and lobby streams are in-process (deploy/k8s/base/matchmaking.yaml)."""
+def test_matchmaking_runs_as_replicas_rolled_one_at_a_time(manifests: Manifests) -> None:
+    """Any replica serves the lobby, one pairs the queue under a lease (docs/matchmaking.md, "Replicas"):
+    two at least, never both down in a rollout or a drain."""
     matchmaking = manifests.service("matchmaking")
     assert matchmaking["kind"] == "Deployment"
-    assert _replicas(matchmaking) == 1
-    assert matchmaking["spec"]["strategy"] == {"type": "Recreate"}
-    for hpa in manifests.of_kind("HorizontalPodAutoscaler"):
-        assert hpa["spec"]["scaleTargetRef"]["name"] != "matchmaking"
+    assert _replicas(matchmaking) >= 2
+    assert matchmaking["spec"]["strategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1},
+    }
+    (budget,) = [b for b in manifests.of_kind("PodDisruptionBudget") if b["metadata"]["name"] == "matchmaking"]
+    assert budget["spec"]["maxUnavailable"] == 1
 
 
 # -- secrets -------------------------------------------------------------------------------------------

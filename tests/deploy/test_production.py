@@ -542,8 +542,8 @@ def test_production_replicas() -> None:
     assert hpa["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "gateway"}
     assert 3 <= hpa["spec"]["minReplicas"] < hpa["spec"]["maxReplicas"], "at least one gateway per zone"
     assert "replicas" not in m.get("Deployment", "gateway")["spec"], "the autoscaler owns the count"
-    # One replica until matchmaking's queue and lobby events are shared (docs/deployment.md).
-    assert _replicas(m.get("Deployment", "matchmaking")) == 1
+    # Replicas: one pairs under the lease, every one serves the lobby (docs/matchmaking.md, "Replicas").
+    assert _replicas(m.get("Deployment", "matchmaking")) >= 3
     assert _replicas(m.get("Deployment", "fairness")) >= 3
     # Replica counts of StatefulSets are shard counts: the address lists depend on them.
     for statefulset in base.of_kind("StatefulSet"):
