@@ -1143,7 +1143,9 @@ def test_matchmaking_runs_as_replicas_rolled_one_at_a_time(manifests: Manifests)
         "type": "RollingUpdate",
         "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1},
     }
-    (budget,) = [b for b in manifests.of_kind("PodDisruptionBudget") if b["metadata"]["name"] == "matchmaking"]
+    (budget,) = [
+        b for b in manifests.of_kind("PodDisruptionBudget") if b["metadata"]["name"] == "matchmaking"
+    ]
     assert budget["spec"]["maxUnavailable"] == 1
 
 
