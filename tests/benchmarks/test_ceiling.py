@@ -7,6 +7,8 @@ import pytest
 
 from benchmarks.ceiling import SHAPES, Window, ceiling_rate
 
+pytestmark = pytest.mark.long  # a benchmark run small: `make test-long`
+
 
 @pytest.mark.parametrize("shape", SHAPES)
 async def test_the_ceiling_benchmark_plays_actions_through_both_relays(shape: str) -> None:

@@ -3,7 +3,11 @@ come from ``make bench``)."""
 
 from __future__ import annotations
 
+import pytest
+
 from benchmarks.matchmaking import run
+
+pytestmark = pytest.mark.long  # a benchmark run small: `make test-long`
 
 
 async def test_the_matchmaking_benchmark_runs_end_to_end_with_a_few_players() -> None:

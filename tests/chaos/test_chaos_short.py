@@ -18,7 +18,7 @@ SHORT_FAULTS = (
     Fault(18.0, "postgres", "stop-fast", 2.5),
 )
 
-pytestmark = [pytest.mark.postgres, pytest.mark.slow]
+pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.long]
 
 
 def _postgres_programs() -> str | None:

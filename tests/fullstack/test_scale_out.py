@@ -42,7 +42,7 @@ from libs.runtime.config import sqlite_url
 from services.gateway.tokens import mint_token, token_key
 from tests.conftest import create_postgres_database, drop_postgres_database
 
-pytestmark = [pytest.mark.postgres, pytest.mark.timeout(480)]
+pytestmark = [pytest.mark.postgres, pytest.mark.long, pytest.mark.timeout(480)]
 
 SERVICES = ("fairness", "clock", "rules-chess", "rules-gin", "matchmaking", "gateway")
 OUTAGE_TOLERANT = RetryPolicy(unavailable_attempts=30, max_delay_s=1.0)

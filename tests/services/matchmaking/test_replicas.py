@@ -52,7 +52,7 @@ from tests.support import (
     wait_until_serving,
 )
 
-pytestmark = pytest.mark.postgres
+pytestmark = [pytest.mark.postgres, pytest.mark.long]
 
 LEASE_MS = 2_000
 BOUND_S = LEASE_MS / 1000 + 2
