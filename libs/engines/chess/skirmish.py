@@ -53,6 +53,7 @@ from libs.engines.base import (
 )
 from libs.engines.chess.actions import AcceptDraw, ClaimDraw, DeclineDraw, Move, OfferDraw, parse_action
 from libs.engines.chess.dead import is_blocked_dead
+from libs.engines.chess.engine import _check_seat, _draw, _win
 from libs.engines.chess.notation import COLOR_NAMES, color_of, resolve_move, seat_of
 from libs.engines.chess.tiebreak import material
 from libs.engines.skirmish import (
@@ -76,7 +77,6 @@ from libs.engines.skirmish import san as duel_san
 SKIRMISH_STREAM = "skirmish"
 """The fairness stream of random duel setups: draw n is the n-th candidate of the match (from 0)."""
 
-DRAW_SCORE = (0.5, 0.5)
 DEFAULT_DUEL_CLOCK_MS = 60_000
 MAX_DUEL_CLOCK_MS = 600_000
 MAX_DUEL_INCREMENT_MS = 60_000
@@ -832,16 +832,3 @@ def _duel_view(state: SkirmishChessState) -> DuelView | None:
         counting_down=pending.counting_down,
         legal_moves=() if duel is None or pending.counting_down else tuple(m.uci for m in duel.legal),
     )
-
-
-def _check_seat(seat: object) -> None:
-    if seat not in (0, 1) or isinstance(seat, bool):
-        raise ValueError(f"chess has seats 0 (White) and 1 (Black), not {seat!r}")
-
-
-def _win(termination: Termination, winner: int, detail: str) -> Outcome:
-    return Outcome(termination, winner, detail=detail, score=(1.0, 0.0) if winner == 0 else (0.0, 1.0))
-
-
-def _draw(termination: Termination, detail: str) -> Outcome:
-    return Outcome(termination, None, detail=detail, score=DRAW_SCORE)
