@@ -12,6 +12,10 @@ PROTOS_STAMP := $(VENV)/.protos-checked
 NATIVE_STAMP := $(VENV)/.native-built
 # The branch of this clone's git repository `make breaking` compares protos/ with.
 BREAKING_AGAINST ?= main
+# make test's worker processes (pytest-xdist; a test file's tests stay together on one worker). The tests
+# mostly wait on the services they start, so two workers halve the time on a 2-core machine; 0 runs them
+# in this process.
+TEST_WORKERS ?= 2
 
 .DEFAULT_GOAL := help
 .PHONY: help setup protos check-protos breaking migrate run demo load test test-postgres fuzz chaos lint format bench clean
@@ -54,8 +58,8 @@ migrate: $(STAMP) ## migrate every service's database (SERVICE=fairness: one; DA
 	$(PY) -m libs.persistence.migrate $(SERVICE)
 
 # Scale-out on one machine (README.md, docs/scaling.md): SHARDS (processes per rules family: 2, or
-# chess=2,gin=3), GATEWAYS, CLOCK_SHARDS (default 1 each); more than one shard needs DATABASE_URL to name
-# PostgreSQL, e.g. SHARDS=2 GATEWAYS=2 DATABASE_URL=postgresql+asyncpg://postgres@127.0.0.1/sc make run.
+# chess=2,gin=3), GATEWAYS, CLOCK_SHARDS, MATCHMAKERS (default 1 each); more than one shard or matchmaking
+# replica needs DATABASE_URL to name PostgreSQL, e.g. SHARDS=2 GATEWAYS=2 DATABASE_URL=postgresql+asyncpg://postgres@127.0.0.1/sc make run.
 run: $(PROTOS_STAMP) ## start the whole stack on localhost with SQLite (Ctrl-C stops it)
 	$(PY) -m libs.launcher
 
@@ -70,7 +74,7 @@ load: $(PROTOS_STAMP) ## drive the running stack like real players and print the
 	$(BIN)/skillclassics load $(LOAD_ARGS)
 
 test: $(PROTOS_STAMP) ## run the test suite but the long runs (PostgreSQL tests skip, saying so, when no server is reachable)
-	$(PY) -m pytest -m "not long" $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not long" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # The long runs (chaos, the benchmarks run small, several matchmaking replicas and rules shards failed over
 # on PostgreSQL): marked `long`, kept out of make test's 15-minute budget; CI runs them after it.

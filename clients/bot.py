@@ -31,6 +31,7 @@ from clients.families import (
     resign_action,
     result_line,
     seat_names,
+    with_capped_bonus,
 )
 from clients.player import GatewayError, PlayerSession, is_over
 
@@ -52,6 +53,13 @@ class BotSettings:
     minutes: float | None = None
     """Main time per player; ``None``: the family's shortest lobby clock."""
     increment_s: float = 0
+    bonus_within_s: float = 0
+    """A capped-bonus clock (seed 002's backgammon): the increment only for a move within this (0: every
+    move)."""
+    cap_s: float = 0
+    """With a capped bonus: the clock never rises above this (0: no cap)."""
+    stand_in: bool = False
+    """Tables with seed 002's stand-in instead of the forfeit rule (backgammon, gin)."""
     options: Mapping[str, str] = field(default_factory=dict)
     """The family's option settings (``{"ruleset": "fide"}``)."""
     entry_fee_minor: int = 0
@@ -63,6 +71,16 @@ class BotSettings:
     """Seeds the strategy's random choices (``None``: unpredictable)."""
     wait_timeout_s: float | None = None
     """How long to wait for an opponent at a new table (``None``: forever); the table is then cancelled."""
+
+    def time_control(self, fam: FamilyClient) -> rules_pb2.TimeControl:
+        """The clock the bot's tables have."""
+        control = fam.time_control(self.minutes or fam.quick_minutes, self.increment_s)
+        return with_capped_bonus(control, self.bonus_within_s, self.cap_s)
+
+    @property
+    def disconnect_policy(self) -> mm.DisconnectPolicy.ValueType:
+        """The policy of the bot's tables (as a table shows it: never unspecified)."""
+        return mm.DISCONNECT_POLICY_STAND_IN if self.stand_in else mm.DISCONNECT_POLICY_FORFEIT
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,10 +231,10 @@ def _should_resign(fam: FamilyClient, update: rules_pb2.MatchUpdate, seat: int, 
 
 def _fits(table: mm.Table, settings: BotSettings, fam: FamilyClient, me: str) -> bool:
     """Whether ``table`` is the game the bot looks for (same clock, options and fee), not its own."""
-    control = fam.time_control(settings.minutes or fam.quick_minutes, settings.increment_s)
     return (
         table.creator_id != me
-        and table.time_control == control
+        and table.time_control == settings.time_control(fam)
+        and table.disconnect_policy == settings.disconnect_policy
         and table.options == fam.options(settings.options)
         and table.entry_fee_minor == settings.entry_fee_minor
         and (not table.entry_fee_minor or table.currency == settings.currency)
@@ -228,7 +246,7 @@ async def find_match(session: PlayerSession, settings: BotSettings, *, say: Say 
     own open table) and wait for an opponent. Returns the match once it exists."""
     fam = family(settings.family)
     me = session.player_id or (await session.whoami()).player_id
-    control = fam.time_control(settings.minutes or fam.quick_minutes, settings.increment_s)
+    control = settings.time_control(fam)
     options = fam.options(settings.options)
     async with session.lobby() as lobby:
         tables = await session.list_tables(fam.name, base_ms=control.base_ms)
@@ -262,6 +280,7 @@ async def find_match(session: PlayerSession, settings: BotSettings, *, say: Say 
                 time_control=control,
                 entry_fee_minor=settings.entry_fee_minor,
                 currency=settings.currency,
+                disconnect_policy=settings.disconnect_policy,
             )
             say(f"created table {table.table_id}; waiting for an opponent")
         try:

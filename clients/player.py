@@ -369,6 +369,13 @@ class _Reopening:
         )
         retry = code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED) or waiting
         if not retry or (not waiting and self._giving_up()):
+            if broken:  # what broke was the connection (grpc words a failed write as INTERNAL): say so
+                raise GatewayError(
+                    grpc.StatusCode.UNAVAILABLE,
+                    f"the connection to the gateway at {self.address} kept breaking under the stream "
+                    f"({error.code().name}: {error.details()})",
+                    reached=False,
+                ) from None
             raise GatewayError.from_rpc(error, self.address) from None
         wait = _rate_limit_wait(error)
         backoff = min(policy.stream_max_delay_s, policy.delay(min(self.failures, 4)))
@@ -521,8 +528,11 @@ class PlayerSession:
         currency: str = "USD",
         visibility: mm.Visibility.ValueType = mm.VISIBILITY_PUBLIC,
         idempotency_key: str | None = None,
+        disconnect_policy: mm.DisconnectPolicy.ValueType = mm.DISCONNECT_POLICY_UNSPECIFIED,
     ) -> mm.Table:
-        """Open a table (the creator takes seat 0); repeated with the same key, the same table."""
+        """Open a table (the creator takes seat 0); repeated with the same key, the same table. The
+        disconnect policy: unspecified is the forfeit rule; ``DISCONNECT_POLICY_STAND_IN`` where the family
+        has a stand-in (backgammon, gin)."""
         request = gw.CreateTableRequest(
             family=family,
             options=options,
@@ -531,6 +541,7 @@ class PlayerSession:
             currency=currency,
             visibility=visibility,
             idempotency_key=idempotency_key or new_key(),
+            disconnect_policy=disconnect_policy,
         )
         reply: gw.CreateTableResponse = await self._call(self._stub.CreateTable, request, repeatable=True)
         return reply.table
@@ -578,14 +589,17 @@ class PlayerSession:
         options: rules_pb2.MatchOptions | None = None,
         entry_fee_minor: int = 0,
         currency: str = "USD",
+        disconnect_policy: mm.DisconnectPolicy.ValueType = mm.DISCONNECT_POLICY_UNSPECIFIED,
     ) -> gw.EnterQueueResponse:
-        """Join the quick-match queue (watch the lobby for the pairing's ``MatchReady``)."""
+        """Join the quick-match queue (watch the lobby for the pairing's ``MatchReady``); only players
+        asking for the same disconnect policy are paired."""
         request = gw.EnterQueueRequest(
             family=family,
             options=options,
             time_control=time_control,
             entry_fee_minor=entry_fee_minor,
             currency=currency,
+            disconnect_policy=disconnect_policy,
         )
         reply: gw.EnterQueueResponse = await self._call(self._stub.EnterQueue, request, repeatable=False)
         return reply

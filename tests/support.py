@@ -15,7 +15,7 @@ import socket
 import subprocess
 import sys
 from base64 import b64encode
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +23,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from prometheus_client import REGISTRY
 
+from libs.launcher import ServiceSpec, find_free_port_offset, worker_port_offsets
 from libs.runtime import RunningServer, Service, ServiceConfig, start_server
 from libs.runtime.errors import Problem
 from libs.runtime.identity import Identity
@@ -76,6 +77,14 @@ def backend_channel(
     """A channel to the backend at ``address`` presenting ``identity``'s certificate; the server's
     certificate is checked against ``service`` (every development certificate names ``localhost``)."""
     return transport_as(identity).channel(address, service, options=options)
+
+
+def stack_port_offset(services: Iterable[ServiceSpec] | None = None) -> int:
+    """A free port offset for a launcher stack of ``services`` in this test worker's own range
+    (:func:`libs.launcher.worker_port_offsets`; pytest-xdist names the worker and the count)."""
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    return find_free_port_offset(services, within=worker_port_offsets(worker, workers))
 
 
 def free_port() -> int:

@@ -62,6 +62,7 @@ from clients.families import (
     resign_action,
     result_line,
     seat_names,
+    with_capped_bonus,
 )
 from clients.load.cli import register as _register_load
 from clients.player import (
@@ -329,6 +330,22 @@ def _game_options(parser: argparse.ArgumentParser, *, minutes: float | None) -> 
         "--increment", type=float, default=0, metavar="SECONDS", help="added per move (default: 0)"
     )
     parser.add_argument(
+        "--bonus-within",
+        type=float,
+        default=0,
+        metavar="SECONDS",
+        help="a capped-bonus clock (seed 002's backgammon): the increment is added only for a move made "
+        "within SECONDS (default: 0, every move); 002's quick clock is "
+        "--minutes 0.5 --increment 10 --bonus-within 10 --cap 30",
+    )
+    parser.add_argument(
+        "--cap",
+        type=float,
+        default=0,
+        metavar="SECONDS",
+        help="with a capped bonus: the clock never rises above SECONDS (default: 0, no cap)",
+    )
+    parser.add_argument(
         "--fee", type=int, default=0, metavar="MINOR", help="entry fee in minor units, cents (default: 0)"
     )
     parser.add_argument("--currency", default="USD", help="ISO 4217 currency of the fee (default: USD)")
@@ -336,6 +353,15 @@ def _game_options(parser: argparse.ArgumentParser, *, minutes: float | None) -> 
     for option, (helps, choices) in sorted(_family_options().items()):
         flag = f"--{option.replace('_', '-')}"
         parser.add_argument(flag, dest=option, choices=choices, help="; ".join(helps))
+
+
+def _policy_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--stand-in",
+        action="store_true",
+        help="a player away for 120 s is played by a stand-in instead of forfeiting after 60 s "
+        "(backgammon and gin)",
+    )
 
 
 def _family(name: str) -> FamilyClient:
@@ -368,7 +394,9 @@ def _table_setup(
         control = fam.time_control(minutes, args.increment)
     except InputError as error:
         raise CommandError(str(error)) from None
-    return fam, options, control
+    if args.bonus_within < 0 or args.cap < 0:
+        raise CommandError("--bonus-within and --cap cannot be negative")
+    return fam, options, with_capped_bonus(control, args.bonus_within, args.cap)
 
 
 def _fee(minor: int, currency: str) -> str:
@@ -376,13 +404,22 @@ def _fee(minor: int, currency: str) -> str:
 
 
 def _clock(control: rules_pb2.TimeControl) -> str:
-    """A clock in a few characters: ``5+3`` (minutes + seconds per move), ``10 + 5x30s`` (byo-yomi),
-    ``60s/move, 3 strikes`` (a per-move clock)."""
+    """A clock in a few characters: ``5+3`` (minutes + seconds per move), ``0.5+10 within 10s cap 30s``
+    (a capped bonus), ``10 + 5x30s`` (byo-yomi), ``60s/move, 3 strikes`` (a per-move clock)."""
     if control.periods and not control.base_ms:
         return f"{control.period_ms / 1000:g}s/move, {control.periods} strikes"
     if control.periods:
         return f"{control.base_ms / 60_000:g} + {control.periods}x{control.period_ms / 1000:g}s"
-    return f"{control.base_ms / 60_000:g}+{control.increment_ms / 1000:g}"
+    clock = f"{control.base_ms / 60_000:g}+{control.increment_ms / 1000:g}"
+    if control.increment_within_ms:
+        clock += f" within {control.increment_within_ms / 1000:g}s"
+    if control.cap_ms:
+        clock += f" cap {control.cap_ms / 1000:g}s"
+    return clock
+
+
+def _policy(args: argparse.Namespace) -> mm.DisconnectPolicy.ValueType:
+    return mm.DISCONNECT_POLICY_STAND_IN if getattr(args, "stand_in", False) else mm.DISCONNECT_POLICY_FORFEIT
 
 
 def _describe_table(table: mm.Table) -> str:
@@ -390,7 +427,14 @@ def _describe_table(table: mm.Table) -> str:
         options = family(table.family).describe_options(table.options)
     except UnknownFamily:
         options = ""
-    parts = [table.family, _clock(table.time_control), options, _fee(table.entry_fee_minor, table.currency)]
+    stand_in = "stand-in after 120 s" if table.disconnect_policy == mm.DISCONNECT_POLICY_STAND_IN else ""
+    parts = [
+        table.family,
+        _clock(table.time_control),
+        options,
+        stand_in,
+        _fee(table.entry_fee_minor, table.currency),
+    ]
     return ", ".join(part for part in parts if part)
 
 
@@ -562,6 +606,7 @@ def _register_create(subparsers: SubParsers) -> None:
         help="open a table (it prints the table id; --wait plays the match once someone joins)",
     )
     _game_options(parser, minutes=5)
+    _policy_option(parser)
     parser.add_argument("--private", action="store_true", help="unlisted: joined by its id only")
     parser.add_argument("--wait", action="store_true", help="wait for an opponent, then play")
     _play_options(parser)
@@ -583,6 +628,7 @@ async def _run_create(args: argparse.Namespace) -> int:
                 entry_fee_minor=args.fee,
                 currency=args.currency,
                 visibility=visibility,
+                disconnect_policy=_policy(args),
             )
             _say(table.table_id)
             if lobby is None:
@@ -624,6 +670,7 @@ async def _run_join(args: argparse.Namespace) -> int:
 def _register_queue(subparsers: SubParsers) -> None:
     parser = subparsers.add_parser("queue", help="wait in the quick-match queue, then play")
     _game_options(parser, minutes=5)
+    _policy_option(parser)
     _play_options(parser)
     _gateway_options(parser)
     parser.set_defaults(async_handler=_run_queue)
@@ -639,6 +686,7 @@ async def _run_queue(args: argparse.Namespace) -> int:
                 time_control=control,
                 entry_fee_minor=args.fee,
                 currency=args.currency,
+                disconnect_policy=_policy(args),
             )
             _say(f"queued (rating {entered.rating}); waiting for a pairing (Ctrl-C leaves the queue)")
             try:
@@ -1186,6 +1234,7 @@ def _register_bot(subparsers: SubParsers) -> None:
     )
     parser.add_argument("--delay", type=float, default=0.0, metavar="SECONDS", help="pause before each move")
     parser.add_argument("--seed", type=int, help="seed the bot's random choices")
+    _policy_option(parser)
     _gateway_options(parser)
     parser.set_defaults(async_handler=_run_bot)
 
@@ -1206,6 +1255,9 @@ async def _run_bot(args: argparse.Namespace) -> int:
                 strategy=args.strategy,
                 minutes=args.minutes,
                 increment_s=args.increment,
+                bonus_within_s=args.bonus_within,
+                cap_s=args.cap,
+                stand_in=args.stand_in,
                 options=_settings(args),
                 entry_fee_minor=args.fee,
                 currency=args.currency,

@@ -34,6 +34,7 @@ __all__ = [
     "resign_action",
     "result_line",
     "seat_names",
+    "with_capped_bonus",
 ]
 
 FAMILY_MODULES: Final[Mapping[str, str]] = {
@@ -269,3 +270,11 @@ def result_line(result: rules_pb2.Result, fam: FamilyClient, names: Mapping[int,
 def seat_names(seats: Sequence[rules_pb2.SeatAssignment]) -> dict[int, str]:
     """Player ids by seat."""
     return {assignment.seat: assignment.player_id for assignment in seats}
+
+
+def with_capped_bonus(control: rules_pb2.TimeControl, within_s: float, cap_s: float) -> rules_pb2.TimeControl:
+    """``control`` with seed 002's capped bonus: its increment only for a move made within ``within_s``
+    (0: every move), the clock never above ``cap_s`` (0: no cap)."""
+    control.increment_within_ms = round(within_s * 1000)
+    control.cap_ms = round(cap_s * 1000)
+    return control

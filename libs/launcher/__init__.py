@@ -16,6 +16,7 @@ from libs.launcher.registry import (
     service_spec,
 )
 from libs.launcher.stack import (
+    TEST_PORT_OFFSETS,
     Endpoint,
     ServiceExit,
     Stack,
@@ -27,10 +28,12 @@ from libs.launcher.stack import (
     find_free_port_offset,
     port_is_free,
     shifted_ports,
+    worker_port_offsets,
 )
 
 __all__ = [
     "SERVICES",
+    "TEST_PORT_OFFSETS",
     "Endpoint",
     "ServiceExit",
     "ServiceSpec",
@@ -49,4 +52,5 @@ __all__ = [
     "scale_out",
     "service_spec",
     "shifted_ports",
+    "worker_port_offsets",
 ]

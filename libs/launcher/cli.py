@@ -6,12 +6,14 @@ every service stopped cleanly, 1 when one failed to start, crashed or stopped ba
 A second Ctrl-C kills the services at once.
 
 Scale-out on one machine: ``--shards`` / ``SHARDS`` processes of every rules family (``2``, or by family,
-``chess=2,gin=3``, the others 1), ``--gateways`` / ``GATEWAYS`` gateways and ``--clock-shards`` /
-``CLOCK_SHARDS`` clock shards (default 1 each). Each replica has its own ports
-(:mod:`libs.runtime.ports`: replica n adds n × 200) and, for a shard, its ``RULES_SHARD`` or
-``CLOCK_SHARD``; matchmaking and every gateway are given every shard's address. Several shards of a
-service share its store, so they need a database server: more than one rules or clock shard requires
-``DATABASE_URL`` to name PostgreSQL (several gateways are fine on SQLite: the gateway has no database).
+``chess=2,gin=3``, the others 1), ``--gateways`` / ``GATEWAYS`` gateways, ``--clock-shards`` /
+``CLOCK_SHARDS`` clock shards and ``--matchmakers`` / ``MATCHMAKERS`` matchmaking replicas (default 1
+each). Each replica has its own ports (:mod:`libs.runtime.ports`: replica n adds n × 200) and, for a
+shard, its ``RULES_SHARD`` or ``CLOCK_SHARD``; matchmaking and every gateway are given every shard's
+address, and the gateways and rules shards every matchmaking replica's. Several shards of a service (or
+matchmaking replicas) share its store, so they need a database server: more than one rules or clock
+shard or matchmaking replica requires ``DATABASE_URL`` to name PostgreSQL (several gateways are fine on
+SQLite: the gateway has no database).
 """
 
 from __future__ import annotations
@@ -84,6 +86,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="clock shards; rules shard n uses clock shard n mod K (default: $CLOCK_SHARDS or 1)",
     )
     parser.add_argument(
+        "--matchmakers",
+        type=int,
+        default=os.environ.get("MATCHMAKERS") or "1",
+        metavar="R",
+        help="matchmaking replicas (one pairing leader, all serve the lobby; default: $MATCHMAKERS or 1)",
+    )
+    parser.add_argument(
         "--service",
         action="append",
         metavar="NAME",
@@ -106,14 +115,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         services = tuple(spec for spec in available if spec.name in args.service)
     try:
         services = scale_out(
-            services, shards=parse_shards(args.shards), gateways=args.gateways, clock_shards=args.clock_shards
+            services,
+            shards=parse_shards(args.shards),
+            gateways=args.gateways,
+            clock_shards=args.clock_shards,
+            matchmakers=args.matchmakers,
         )
     except ValueError as error:
-        parser.error(f"bad --shards, --gateways or --clock-shards: {error}")
+        parser.error(f"bad --shards, --gateways, --clock-shards or --matchmakers: {error}")
     sharded = sorted({spec.kind for spec in services if spec.replica > 0 and spec.kind != "gateway"})
     if sharded and not os.environ.get("DATABASE_URL", "").startswith("postgresql"):
         parser.error(
-            f"several shards of {', '.join(sharded)} share one store: set DATABASE_URL to a PostgreSQL "
+            f"several processes of {', '.join(sharded)} share one store: set DATABASE_URL to a PostgreSQL "
             "database (e.g. postgresql+asyncpg://postgres@127.0.0.1:5432/skillclassics)"
         )
     try:
@@ -218,9 +231,19 @@ def routing_table(stack: Stack) -> str:
         return ""
     lines = ["Shards (matchmaking and every gateway are given each family's list, in shard order):"]
     for spec in stack.services:
-        if spec.replica == 0 and len(stack.replicas(spec.kind)) > 1:
+        if (
+            spec.replica == 0
+            and len(stack.replicas(spec.kind)) > 1
+            and spec.kind not in ("matchmaking", "gateway")
+        ):
             addresses = [stack.address(replica.name) for replica in stack.replicas(spec.kind)]
             lines.append(f"  {spec.kind}: {', '.join(f'{n}={a}' for n, a in enumerate(addresses))}")
+    matchmakers = [stack.address(spec.name) for spec in stack.replicas("matchmaking")]
+    if len(matchmakers) > 1:
+        lines.append(
+            f"  matchmaking replicas (one pairs, all serve the lobby; callers spread calls over them): "
+            f"{', '.join(matchmakers)}"
+        )
     gateways = [stack.address(spec.name) for spec in stack.replicas("gateway")]
     if gateways:
         lines.append(f"  players connect to any gateway: {', '.join(gateways)}")

@@ -7,7 +7,7 @@ before they are written; the launcher starts those that are there. Names are the
 :func:`scale_out` turns that list into several processes of the sharded services and of the gateway:
 replica ``n`` of a service is named ``<service>-<n>`` (replica 0 keeps the plain name, so a stack of one
 of each is named as before): ``rules-chess-1`` is rules-chess shard 1, ``clock-1`` clock shard 1,
-``gateway-1`` the second gateway.
+``gateway-1`` the second gateway, ``matchmaking-1`` matchmaking's second replica.
 """
 
 from __future__ import annotations
@@ -32,6 +32,9 @@ class ServiceSpec:
     """The service this process is a replica of (its ports' row, its certificate's name); empty: ``name``."""
     replica: int = 0
     """Which replica: the shard number of a rules or clock process, the n-th gateway (ports shift by it)."""
+    stage: int = 0
+    """When it starts: the services of a stage start together, once every service of the stages before
+    (those it calls) is SERVING."""
 
     @property
     def kind(self) -> str:
@@ -56,20 +59,22 @@ SERVICES: tuple[ServiceSpec, ...] = (
         "rules-chess",
         "services.rules_chess",
         example=("skillclassics.rules.v1.RulesService/ListMatches", '{"page_size":10}'),
+        stage=1,
     ),
-    ServiceSpec("rules-backgammon", "services.rules_backgammon"),
-    ServiceSpec("rules-gin", "services.rules_gin"),
-    ServiceSpec("rules-go", "services.rules_go"),
-    ServiceSpec("rules-generals", "services.rules_generals"),
-    ServiceSpec("matchmaking", "services.matchmaking"),
-    ServiceSpec("gateway", "services.gateway"),
+    ServiceSpec("rules-backgammon", "services.rules_backgammon", stage=1),
+    ServiceSpec("rules-gin", "services.rules_gin", stage=1),
+    ServiceSpec("rules-go", "services.rules_go", stage=1),
+    ServiceSpec("rules-generals", "services.rules_generals", stage=1),
+    ServiceSpec("matchmaking", "services.matchmaking", stage=2),
+    ServiceSpec("gateway", "services.gateway", stage=3),
 )
-"""Every service of the stack in start order (a service starts after those it calls)."""
+"""Every service of the stack in start order (a service starts after those it calls; those of one
+:attr:`~ServiceSpec.stage`, which do not call each other, start together)."""
 
 
-SCALABLE = ("clock", "gateway")
+SCALABLE = ("clock", "gateway", "matchmaking")
 """Besides the rules families, the services that may run as several processes (the clock by shard, the
-gateway side by side); fairness and matchmaking run once."""
+gateway and matchmaking's replicas side by side); fairness runs once."""
 
 
 def scale_out(
@@ -78,12 +83,15 @@ def scale_out(
     shards: int | Mapping[str, int] = 1,
     gateways: int = 1,
     clock_shards: int = 1,
+    matchmakers: int = 1,
 ) -> tuple[ServiceSpec, ...]:
     """``services`` with ``shards`` processes of every rules family (or, given a mapping from family
-    to count, that many of the families it names and one of the others), ``gateways`` gateways and
-    ``clock_shards`` clock shards, each right after the previous replica (so the start order holds)."""
-    counts = {"gateway": gateways, "clock": clock_shards}
-    for count in (gateways, clock_shards, *(shards.values() if isinstance(shards, Mapping) else [shards])):
+    to count, that many of the families it names and one of the others), ``gateways`` gateways,
+    ``clock_shards`` clock shards and ``matchmakers`` matchmaking replicas, each right after the previous
+    replica (so the start order holds)."""
+    counts = {"gateway": gateways, "clock": clock_shards, "matchmaking": matchmakers}
+    scalars = (gateways, clock_shards, matchmakers)
+    for count in (*scalars, *(shards.values() if isinstance(shards, Mapping) else [shards])):
         if count < 1:
             raise ValueError(f"a service needs at least one process, got {count}")
     if isinstance(shards, Mapping):

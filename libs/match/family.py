@@ -40,9 +40,21 @@ class LobbyClocks:
     """A per-move clock instead (no main time, a fresh period each move; running out is a strike, the
     ``strikes``-th loses): the seconds a move may take. When set, it is the only kind offered."""
     strikes: int = 3
+    capped_bonus: tuple[tuple[int, int, int, int], ...] = ()
+    """Capped-bonus clocks also offered (seed 002), as (main seconds, bonus seconds, within seconds, cap
+    seconds): the bonus is added after a move made within that many seconds, the clock never exceeding
+    the cap (``TimeControl.increment_within_ms`` and ``cap_ms``); none by default."""
 
     def problem(self, control: rules_pb2.TimeControl) -> str | None:
         """Why ``control`` is not one of these clocks (``None``: it is)."""
+        if self.capped_bonus and (control.increment_within_ms or control.cap_ms):
+            offered = {
+                (base * 1000, bonus * 1000, within * 1000, cap * 1000)
+                for base, bonus, within, cap in self.capped_bonus
+            }
+            given = (control.base_ms, control.increment_ms, control.increment_within_ms, control.cap_ms)
+            if given in offered and not (control.periods or control.period_ms):
+                return None
         if self.per_move_seconds:
             per_move = (
                 control.base_ms == 0
@@ -79,7 +91,24 @@ class LobbyClocks:
         if self.byo_yomi:
             periods = ", ".join(f"{count} x {seconds} s" for count, seconds in self.byo_yomi)
             extra += f", or byo-yomi of {periods} after the main time"
+        if self.capped_bonus:
+            capped = "; ".join(
+                f"{base} s + {bonus} s when moved within {within} s, capped at {cap} s"
+                for base, bonus, within, cap in self.capped_bonus
+            )
+            extra += f", or the capped-bonus clocks {capped}"
         return f"{self.family} lobby clocks are {minutes} minutes {self.per} {extra}"
+
+    def pool_key(self, control: rules_pb2.TimeControl) -> str:
+        """The clock's part of a quick-match pool key: only players asking for the very same clock pair.
+        (``base+increment`` as before for the plain clocks, so the keys of entries already queued keep
+        their meaning; the capped bonus and byo-yomi or per-move periods are added when set.)"""
+        key = f"{control.base_ms}+{control.increment_ms}"
+        if control.increment_within_ms or control.cap_ms:
+            key += f"/within{control.increment_within_ms}/cap{control.cap_ms}"
+        if control.periods or control.period_ms:
+            key += f"/{control.periods}x{control.period_ms}"
+        return key
 
 
 class Family(Protocol):

@@ -279,6 +279,12 @@ class MatchRuntime:
     def live(self) -> list[MatchActor]:
         return [a for a in self._actors.values() if not a.record.is_over]
 
+    def live_count(self) -> int:
+        """How many matches that are not over this shard holds (every one is in memory: loaded at start,
+        kept until its end), whoever created them; ``Unavailable`` while the shard is not serving."""
+        self._serving()
+        return len(self.live())
+
     async def close(self) -> None:
         self._closed = True
         for actor in self._actors.values():

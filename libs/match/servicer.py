@@ -242,6 +242,7 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
             seats=_seats(setup),
             options=self._family_options_proto(record),
             time_control=_time_control_proto(setup.time_control),
+            stand_in_after_ms=setup.stand_in_after_ms,
         )
 
     async def SetPresence(
@@ -291,6 +292,13 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
                 for row in page
             ],
             next_page_token=encode_token(scope, page[-1].match_id) if more else "",
+        )
+
+    async def GetLoad(
+        self, request: rules_pb2.GetLoadRequest, context: grpc.aio.ServicerContext
+    ) -> rules_pb2.GetLoadResponse:
+        return rules_pb2.GetLoadResponse(
+            family=self._family.name, shard=self._runtime.shard, live_matches=self._runtime.live_count()
         )
 
     async def GetRecord(

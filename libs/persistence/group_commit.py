@@ -21,6 +21,15 @@ A unit may also carry rows to insert (:meth:`GroupCommitter.insert`): the rows o
 go into their tables with one multi-row statement per table, before the units' other work, instead of
 one statement (and one trip to the database driver) per row.
 
+Reads (:meth:`GroupCommitter.read`) are batched too. On SQLite they join the next group transaction;
+elsewhere (PostgreSQL) the reads that arrive together run one after another on one connection in
+autocommit mode, at most :data:`READ_BATCHES` batches at once: one checkout from the pool (and its
+liveness ping) per batch instead of a checkout, ``BEGIN`` and ``ROLLBACK`` per read, and never more
+connections than that for reads, however many calls arrive at once (a hundred concurrent lobby calls
+used to open and close the pool's overflow connections, TLS handshake and all, over and over). Each
+statement sees what was committed before it ran, as in a ``READ COMMITTED`` transaction, so a read
+sees every write committed before it was called; one read's error fails only that read.
+
 Once closed (the service is shutting down), the committer refuses new units with
 :class:`CommitterClosed`, an :class:`~libs.runtime.errors.Unavailable`: every service whose writes go
 through a committer answers such a call ``UNAVAILABLE`` with a readable reason, so the caller retries
@@ -37,10 +46,11 @@ error (no unit is run again alone: none of them may commit).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from sqlalchemy import Connection, Engine, Table, insert
@@ -55,6 +65,8 @@ Work = Callable[[AsyncConnection], Awaitable[Any]]
 SyncWork = Callable[[Connection], Any]
 Row = tuple[Table, dict[str, Any]]
 DEFAULT_MAX_BATCH = 256
+READ_BATCHES = 4
+"""Batches of reads running at once on a database with a connection pool (each holds one connection)."""
 SHUTTING_DOWN = "the service is shutting down and takes no more writes; retry on another instance"
 """Why a write is refused once the committer is closed, unless the service words it itself."""
 _WAITED = GROUP_COMMIT_SECONDS.labels("wait")
@@ -98,6 +110,8 @@ class _Unit:
     sync_work: SyncWork | None = None
     writes: bool = True
     """False for a read (:meth:`GroupCommitter.read`): a batch of reads only is not fenced."""
+    queued_at: float = field(default_factory=time.perf_counter)
+    """When it was queued: a batch's wait is its oldest unit's, from here until the transaction begins."""
 
     @property
     def is_sync(self) -> bool:
@@ -123,6 +137,11 @@ class GroupCommitter:
         self._queue: asyncio.Queue[_Unit | None] = asyncio.Queue()
         self._writer: asyncio.Task[None] | None = None
         self._closed = False
+        self._reads: list[_Unit] = []
+        """Reads waiting for a batch (not on SQLite)."""
+        self._readers = 0
+        self._kept: AsyncConnection | None = None
+        """PostgreSQL: the writer's connection, kept between batches."""
         engine = sqlite_writer_engine(db.url)
         self._sqlite: _SqliteWriter | None = None if engine is None else _SqliteWriter(engine, fence)
         self._thread: ThreadPoolExecutor | None = None
@@ -146,14 +165,50 @@ class GroupCommitter:
         """Run the synchronous, read-only ``work(connection)`` and return its result; it sees every write
         committed before it was called. On SQLite it joins the next group transaction (one trip to the
         writer thread, which holds the process's connections to the file one at a time anyway, instead
-        of several through the async driver); elsewhere, and once the committer is closed (reads are
-        not refused while the database is open), on a connection of its own, beside the writes."""
-        if self._db.is_sqlite and not self._closed:
-            result: T = await self._enqueue(_Unit(None, self._future(), sync_work=work, writes=False))
-            return result
-        async with self._db.connect() as conn:
-            read: T = await conn.run_sync(work)
-        return read
+        of several through the async driver), or, once the committer is closed (reads are not refused
+        while the database is open), runs on a connection of its own; elsewhere it joins the next batch
+        of reads (see the module's notes)."""
+        if self._db.is_sqlite:
+            if not self._closed:
+                result: T = await self._enqueue(_Unit(None, self._future(), sync_work=work, writes=False))
+                return result
+            async with self._db.connect() as conn:
+                read: T = await conn.run_sync(work)
+            return read
+        unit = _Unit(None, self._future(), sync_work=work, writes=False)
+        self._reads.append(unit)
+        if self._readers < READ_BATCHES:
+            self._readers += 1
+            asyncio.get_running_loop().create_task(self._read_forever())
+        batched: T = await unit.done  # not shielded: a caller that gives up takes its read out of the batch
+        return batched
+
+    async def _read_forever(self) -> None:
+        """Run waiting reads in batches until none wait (one of at most :data:`READ_BATCHES` tasks)."""
+        try:
+            while self._reads:
+                batch, self._reads = self._reads[: self._max_batch], self._reads[self._max_batch :]
+                await self._read_batch(batch)
+        finally:
+            self._readers -= 1
+
+    async def _read_batch(self, batch: list[_Unit]) -> None:
+        try:
+            async with self._db.connect() as conn:
+                await conn.execution_options(isolation_level="AUTOCOMMIT")
+                outcomes = await conn.run_sync(_run_reads, batch)
+        except Exception as error:  # no connection (or it broke): every read of the batch fails with it
+            for unit in batch:
+                if not unit.done.done():
+                    unit.done.set_exception(error)
+            return
+        for unit, (failed, value) in zip(batch, outcomes, strict=True):
+            if unit.done.done():
+                continue
+            if failed:
+                unit.done.set_exception(value)
+            else:
+                unit.done.set_result(value)
 
     async def insert(self, rows: tuple[Row, ...], work: SyncWork | None = None) -> None:
         """Insert ``rows`` (each a table and its values), then run the synchronous ``work`` if given, in
@@ -181,6 +236,9 @@ class GroupCommitter:
         if self._writer is not None:
             self._queue.put_nowait(None)
             await self._writer
+        kept, self._kept = self._kept, None
+        if kept is not None:
+            await _close_quietly(kept)
         sqlite, self._sqlite = self._sqlite, None
         if self._thread is not None:
             if sqlite is not None:  # its connection was made in the thread: closed there too
@@ -249,24 +307,72 @@ class GroupCommitter:
         if sqlite is not None and all(unit.is_sync for unit in batch):
             if self._thread is None:
                 self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-writer")
-            began = time.perf_counter()
             async with self._db.exclusive():  # the process's SQLite connections one at a time
                 turn = time.perf_counter()
+                _WAITED.observe(turn - batch[0].queued_at)
                 results = await asyncio.get_running_loop().run_in_executor(self._thread, sqlite.run, batch)
-            _WAITED.observe(turn - began)
             _TRANSACTION.observe(time.perf_counter() - turn)
             self.thread_trips += 1
             return results
-        began = time.perf_counter()  # (the wait for a connection, where there is one, is inside begin)
-        async with self._db.begin() as conn:
-            if self._fence is not None and any(unit.writes for unit in batch):
-                await conn.run_sync(self._fence.guard)
-            rows = _by_table(row for unit in batch for row in unit.rows)
-            if rows:
-                await conn.run_sync(_insert_rows, rows)
-            results = [await _run_unit(conn, unit) for unit in batch]
+        began = time.perf_counter()  # (on SQLite the wait for the file's turn is inside begin)
+        _WAITED.observe(began - batch[0].queued_at)
+        if self._db.is_sqlite:  # an async unit on SQLite: through the database's gate
+            async with self._db.begin() as conn:
+                results = await self._batch_on(conn, batch)
+        else:
+            results = await self._on_kept_connection(batch)
         _TRANSACTION.observe(time.perf_counter() - began)
         return results
+
+    async def _on_kept_connection(self, batch: list[_Unit]) -> list[Any]:
+        """PostgreSQL: ``batch`` in one transaction on the writer's own connection, kept from one batch to
+        the next like the SQLite writer thread's: no checkout from the pool and no liveness ping per batch
+        (on a busy box each round trip waits for the CPU twice, so a transaction's latency is its round
+        trips'). A connection that broke (the database restarted) is dropped; the batch fails, its units
+        run again alone on a fresh one from the pool (which pings it first)."""
+        conn = self._kept
+        if conn is None:
+            conn = self._kept = await self._db.engine.connect()
+        try:
+            async with conn.begin():
+                return await self._batch_on(conn, batch)
+        except BaseException as error:
+            # A unit's own error leaves a healthy connection (its transaction rolled back); anything else
+            # (a disconnection, a failed rollback, a cancellation) does not keep it.
+            if not isinstance(error, Exception) or conn.invalidated or conn.closed or conn.in_transaction():
+                if self._kept is conn:
+                    self._kept = None
+                await _close_quietly(conn)
+            raise
+
+    async def _batch_on(self, conn: AsyncConnection, batch: list[_Unit]) -> list[Any]:
+        if self._fence is not None and any(unit.writes for unit in batch):
+            await conn.run_sync(self._fence.guard)
+        rows = _by_table(row for unit in batch for row in unit.rows)
+        if rows:
+            await conn.run_sync(_insert_rows, rows)
+        return [await _run_unit(conn, unit) for unit in batch]
+
+
+async def _close_quietly(conn: AsyncConnection) -> None:
+    """Close ``conn`` for good; a connection that broke may fail to close, which changes nothing."""
+    with contextlib.suppress(Exception):
+        await conn.invalidate()
+        await conn.close()
+
+
+def _run_reads(conn: Connection, batch: list[_Unit]) -> list[tuple[bool, Any]]:
+    """Each read of ``batch`` in turn on ``conn`` (autocommit): (failed, its error) or (ok, its result)."""
+    outcomes: list[tuple[bool, Any]] = []
+    for unit in batch:
+        if unit.done.done() or unit.sync_work is None:  # its caller gave up (cancelled) meanwhile
+            outcomes.append((False, None))
+            continue
+        try:
+            outcomes.append((False, unit.sync_work(conn)))
+        except Exception as error:
+            outcomes.append((True, error))
+    return outcomes
 
 
 async def _run_unit(conn: AsyncConnection, unit: _Unit) -> Any:

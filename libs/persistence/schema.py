@@ -180,6 +180,12 @@ mm_tables = Table(
     Column("match_id", String(128), nullable=True),
     Column("idempotency_key", String(128), nullable=False),
     Column("created_at_ms", BigInteger, nullable=False),
+    # What its match does with a player who disconnects (DisconnectPolicy): "forfeit" (the platform's rule;
+    # every row from before migration 0010) or "stand_in" (seed 002's stand-in after 120 s).
+    Column("disconnect_policy", String(16), nullable=False, server_default="forfeit"),
+    # When its status last changed (migration 0011; none on older rows): what a lobby catch-up after a gap
+    # looks at, so a table cancelled during the gap is found.
+    Column("updated_at_ms", BigInteger, nullable=True),
     Index("ix_mm_tables_family_status", "family", "status"),
     UniqueConstraint("creator_id", "idempotency_key"),
 )
@@ -248,6 +254,9 @@ mm_matches = Table(
     Column("result", LargeBinary, nullable=True),
     Column("created_at_ms", BigInteger, nullable=False),
     Column("ended_at_ms", BigInteger, nullable=True),
+    # The table's or queue entry's disconnect policy, as mm_tables.disconnect_policy: "forfeit" or
+    # "stand_in" (CreateMatchRequest.stand_in_after_ms follows from it).
+    Column("disconnect_policy", String(16), nullable=False, server_default="forfeit"),
     Index("ix_mm_matches_player0", "player0"),
     Index("ix_mm_matches_player1", "player1"),
 )

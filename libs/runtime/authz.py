@@ -106,8 +106,9 @@ POLICY: dict[str, Rule] = {
     _CLOCK + "Ack": {RULES: OwnTimers()},
     _CLOCK + "WatchExpirations": {RULES: OwnTimers()},
     _CLOCK + "Now": {RULES: None, OPERATOR: None},
-    # Rules: matchmaking creates matches; only the gateway reads seat views and submits players'
-    # actions (it has checked the player's token and seat); operators read records and listings.
+    # Rules: matchmaking creates matches (and reads each shard's load to place them); only the gateway
+    # reads seat views and submits players' actions (it has checked the player's token and seat);
+    # operators read records, listings and loads.
     _RULES + "CreateMatch": {MATCHMAKING: None},
     _RULES + "SubmitAction": {GATEWAY: None},
     _RULES + "Watch": {GATEWAY: None},
@@ -117,6 +118,7 @@ POLICY: dict[str, Rule] = {
     _RULES + "Exchange": {GATEWAY: None},
     _RULES + "ListMatches": {OPERATOR: None},
     _RULES + "GetRecord": {GATEWAY: None, OPERATOR: None},
+    _RULES + "GetLoad": {MATCHMAKING: None, OPERATOR: None},
     # Matchmaking: the gateway acts for its authenticated players; the shard that owns a match reports
     # its result; operators read.
     _MATCHMAKING + "CreateTable": {GATEWAY: None},

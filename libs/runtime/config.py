@@ -21,6 +21,9 @@ variable                   meaning                                             d
 ``HEALTH_PORT``            a plaintext port serving only the gRPC health       the gRPC port + 100
                            service, for the kubelet's probes (-1: off)         (0 with ``GRPC_PORT=0``)
 ``GRPC_REFLECTION``        serve gRPC server reflection (to operators)         ``true``
+``GRPC_MAX_CONNECTION_AGE  close each client connection gracefully after this  ``0`` (never)
+_MS``                      long, so that callers balancing over replicas find
+                           new ones (calls and streams in flight go on)
 =========================  ==================================================  ============================
 
 Mutual TLS between services (``TLS_MODE``, ``SERVICE_IDENTITY``, ``TLS_*_FILE``, ...) is read here too:
@@ -91,6 +94,10 @@ class ServiceConfig:
     """The plaintext port that serves only the health service (``None``: none)."""
     reflection: bool = True
     """Whether gRPC server reflection is served (``GRPC_REFLECTION``)."""
+    max_connection_age_ms: int = 0
+    """After how long a client connection is closed gracefully (GOAWAY: calls in flight finish, the
+    client connects again and re-resolves its target), 0 never (``GRPC_MAX_CONNECTION_AGE_MS``). Set
+    where callers balance over a ``dns:///`` name of replicas, so a replica added later gets calls."""
 
     @property
     def is_production(self) -> bool:
@@ -136,6 +143,7 @@ class ServiceConfig:
             transport=transport,
             health_port=None if health_port < 0 else health_port,
             reflection=_bool(env, "GRPC_REFLECTION", True),
+            max_connection_age_ms=env_int(env, "GRPC_MAX_CONNECTION_AGE_MS", 0, minimum=0),
         )
 
 

@@ -58,8 +58,9 @@ STREAM_CALL_LATENCY = Histogram(
 
 GROUP_COMMIT_SECONDS = Histogram(
     "skillclassics_group_commit_seconds",
-    "A group commit's batch by stage: wait (SQLite: for the process's turn at the file, which its reads "
-    "and writes take one at a time) and transaction (its statements up to the durable commit).",
+    "A group commit's batch by stage: wait (its oldest unit's, from being queued until the transaction "
+    "began: behind the batches before it and, on SQLite, for the process's turn at the file) and "
+    "transaction (its statements up to the durable commit).",
     ["stage"],
     buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
 )

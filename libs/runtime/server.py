@@ -206,6 +206,11 @@ async def start_server(service: Service, config: ServiceConfig) -> RunningServer
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
             ("grpc.so_reuseport", 0),
             *KEEPALIVE.server_options(),
+            *(
+                [("grpc.max_connection_age_ms", config.max_connection_age_ms)]
+                if config.max_connection_age_ms
+                else []
+            ),
         ],
     )
     health_servicer = health.aio.HealthServicer()

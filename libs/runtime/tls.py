@@ -47,6 +47,7 @@ from libs.runtime.identity import (
 )
 from libs.runtime.log import get_logger
 from libs.runtime.pki import CertificateFiles, development_certificates
+from libs.runtime.targets import replica_target
 
 TlsMode = Literal["mtls", "plaintext"]
 _log = get_logger(__name__)
@@ -181,12 +182,15 @@ class TransportSecurity:
         self, address: str, service: str, options: Sequence[tuple[str, object]] | None = None
     ) -> grpc.aio.Channel:
         """A channel to ``service`` (e.g. ``fairness``, ``rules-chess``) at ``address``: mutual TLS, the
-        server's certificate checked against the service's name whatever the address is."""
-        opts = list(options or [])
+        server's certificate checked against the service's name whatever the address is. ``address`` may
+        name several replicas (a list of ``ip:port``, or ``dns:///name:port``): calls are then spread over
+        them (:func:`libs.runtime.targets.replica_target`)."""
+        target, balancing = replica_target(address)
+        opts = [*(options or []), *balancing]
         if not self.is_mutual:
-            return grpc.aio.insecure_channel(address, options=opts)
+            return grpc.aio.insecure_channel(target, options=opts)
         opts.append(("grpc.ssl_target_name_override", service))
-        return grpc.aio.secure_channel(address, self.channel_credentials(), options=opts)
+        return grpc.aio.secure_channel(target, self.channel_credentials(), options=opts)
 
 
 def peer_identity(context: grpc.aio.ServicerContext, trust_domain: str) -> Identity | None:

@@ -24,7 +24,7 @@ from skillclassics.matchmaking.v1 import matchmaking_pb2_grpc
 from skillclassics.rules.v1 import rules_pb2, rules_pb2_grpc
 
 from libs.match.ids import MatchId, MatchIdError
-from libs.match.routing import RulesChannels, address_variable
+from libs.match.routing import RulesChannels, ShardDirectory, address_variable
 from libs.runtime import validation
 from libs.runtime.errors import (
     SERVICE_METADATA,
@@ -97,6 +97,11 @@ class Backends:
                 f"no {parsed.family} rules service is configured here ({address_variable(parsed.family)})",
                 reason=ErrorReason.ERROR_REASON_FAMILY_NOT_SERVED,
             )
+        if parsed.shard >= len(addresses) and isinstance(self.shards, ShardDirectory):
+            # Perhaps a shard just added, which matchmaking read from the shards file and placed a match on
+            # before this gateway's next periodic read: read it now (a stat() when it has not changed).
+            self.shards.refresh()
+            addresses = self.shards.get(parsed.family, addresses)
         if parsed.shard >= len(addresses):
             raise NotFound(
                 f"no match {match_id}: {parsed.family} has shards 0-{len(addresses) - 1}",
@@ -494,6 +499,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
             currency=request.currency,
             visibility=request.visibility,
             idempotency_key=request.idempotency_key,
+            disconnect_policy=request.disconnect_policy,
         )
         reply = await self._lobby("CreateTable", forwarded, context)
         return pb.CreateTableResponse(table=reply.table)
@@ -510,6 +516,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
             base_ms=request.base_ms,
             limit=request.limit,
             free_only=request.free_only,
+            disconnect_policy=request.disconnect_policy,
         )
         reply = await self._lobby("ListTables", forwarded, context)
         return pb.ListTablesResponse(tables=reply.tables)
@@ -541,6 +548,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
             time_control=request.time_control,
             entry_fee_minor=request.entry_fee_minor,
             currency=request.currency,
+            disconnect_policy=request.disconnect_policy,
         )
         reply = await self._lobby("EnterQueue", forwarded, context)
         return pb.EnterQueueResponse(pool=reply.pool, rating=reply.rating, entered_at_ms=reply.entered_at_ms)
@@ -653,7 +661,11 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
             forwarded.seat = seat
         reply = await self._unary(backend, stub.GetMatch, forwarded, context)
         answer = pb.GetMatchResponse(
-            update=reply.update, seats=reply.seats, options=reply.options, time_control=reply.time_control
+            update=reply.update,
+            seats=reply.seats,
+            options=reply.options,
+            time_control=reply.time_control,
+            stand_in_after_ms=reply.stand_in_after_ms,
         )
         if seat is not None:
             answer.seat = seat

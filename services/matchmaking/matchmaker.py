@@ -23,15 +23,21 @@ from skillclassics.rules.v1 import rules_pb2
 
 from libs.fairness import FAIRNESS_VERSION
 from libs.pairing import Seeker, pair
-from libs.runtime.errors import ErrorReason, ServiceError, Unavailable, retry_after_ms
+from libs.runtime.errors import ErrorReason, InvalidArgument, ServiceError, Unavailable, retry_after_ms
 from libs.runtime.game_metrics import PAIRING_WAIT_SECONDS, QUEUE_DEPTH
 from libs.runtime.log import get_logger
 from libs.runtime.timesource import ServiceTime
-from services.matchmaking.families import FAMILIES, family_rules
+from services.matchmaking.families import (
+    FAMILIES,
+    family_rules,
+    policy_column,
+    policy_of_column,
+    queue_pool_key,
+)
 from services.matchmaking.lobby import LobbyHub
 from services.matchmaking.replicas import ReplicaSettings
 from services.matchmaking.shards import RulesShards
-from services.matchmaking.store import Lease, LeaseLost, MatchmakingStore
+from services.matchmaking.store import FORFEIT, Lease, LeaseLost, MatchmakingStore
 
 PAIRING_INTERVAL_S = 0.25
 PAIRING_BATCH = 64
@@ -77,6 +83,20 @@ for _family in FAMILIES:
     QUEUE_DEPTH.labels(_family).set_function(_depth_of(_family))
 
 
+def _current_pool(row: dict[str, Any], request: pb.EnterQueueRequest) -> str:
+    """A stored queue entry's pool as this version keys it, computed again from its request: an entry made
+    before the key changed (a deploy that added a clock field to it) would otherwise wait in a pool nobody
+    new joins. An entry whose request the lobby no longer offers keeps its stored pool (it pairs only with
+    its like, as it was promised when it entered)."""
+    try:
+        pool = queue_pool_key(request)
+    except InvalidArgument:
+        return str(row["pool"])
+    if pool != row["pool"]:
+        _log.info("queue.pool_rekeyed", player_id=row["player_id"], stored=row["pool"], pool=pool)
+    return pool
+
+
 class Matchmaker:
     """Everything matchmaking does, over its store, the rules shards, fairness and the lobby hub."""
 
@@ -117,6 +137,11 @@ class Matchmaker:
         self._seekers: dict[str, tuple[Seeker, pb.EnterQueueRequest]] = {}
         self._pairing: dict[str, tuple[Seeker, pb.EnterQueueRequest]] = {}
         """Seekers taken out of ``_seekers`` while their pairing is being made; back there if it fails."""
+        self._left_while_reading: set[str] | None = None
+        """Players who left the queue while :meth:`_load_queue` was reading it (``None``: no read now)."""
+        self._pools: dict[tuple[str, int, str], str] = {}
+        """The current pool of each stored entry (player, time entered, stored pool) last loaded: a replica
+        reloads the queue every round and keys only the entries it has not seen (about 7 us each)."""
         self._launching: set[str] = set()
         """Match ids being created on their shard right now (the retry loop leaves them alone)."""
         self._pairing_wanted = asyncio.Event()
@@ -136,13 +161,25 @@ class Matchmaker:
     async def _load_queue(self) -> None:
         """Everyone queued, as stored (those being paired right now excepted)."""
         seekers = {}
-        for row in await self.store.queued():
-            if row["player_id"] in self._pairing:
-                continue
+        pools: dict[tuple[str, int, str], str] = {}
+        self._left_while_reading = set()
+        try:
+            rows = await self.store.queued()
+        finally:
+            left, self._left_while_reading = self._left_while_reading, None
+        for row in rows:
+            if row["player_id"] in self._pairing or row["player_id"] in left:
+                continue  # (one who left while the queue was read may be in what was read)
             request = pb.EnterQueueRequest.FromString(row["request"])
-            seeker = Seeker(row["player_id"], row["rating"], row["entered_at_ms"], row["pool"])
+            entry = (row["player_id"], row["entered_at_ms"], row["pool"])
+            pool = self._pools.get(entry)
+            if pool is None:
+                pool = _current_pool(row, request)
+            pools[entry] = pool
+            seeker = Seeker(row["player_id"], row["rating"], row["entered_at_ms"], pool)
             seekers[row["player_id"]] = (seeker, request)
         self._seekers = seekers
+        self._pools = pools
 
     # -- the pairing lease (several replicas) ----------------------------------------------------------
 
@@ -221,8 +258,12 @@ class Matchmaker:
         fee: int,
         currency: str,
         table_id: str | None,
+        *,
+        disconnect_policy: str = FORFEIT,
     ) -> dict[str, Any]:
         """The match row for two players; a fairness commitment is made first when the family needs one.
+        ``disconnect_policy`` is the table's or the queue entries' (``mm_matches.disconnect_policy``:
+        ``forfeit`` or ``stand_in``).
 
         Raises ``Unavailable`` when that commitment cannot be had (no fairness service configured, or it
         failed or timed out); nothing is stored by then.
@@ -245,6 +286,7 @@ class Matchmaker:
             "result": None,
             "created_at_ms": self.time.now_ms(),
             "ended_at_ms": None,
+            "disconnect_policy": disconnect_policy,
         }
 
     def require_fairness(self, family: str, options: rules_pb2.MatchOptions | None = None) -> None:
@@ -292,7 +334,7 @@ class Matchmaker:
             created = await asyncio.gather(*(self._create(m) for m in matches))
             done = [match for match, ok in zip(matches, created, strict=True) if ok]
             if done:
-                await self.store.mark_playing_many(done)
+                await self.store.mark_playing_many(done, self.time.now_ms())
         finally:
             self._launching.difference_update(m["match_id"] for m in matches)
         now = self.time.now_ms()
@@ -314,7 +356,8 @@ class Matchmaker:
         return [match["match_id"] for match in done]
 
     async def _create(self, match: dict[str, Any]) -> bool:
-        chance = family_rules(match["family"]).draws_chance(match["options"])
+        family = family_rules(match["family"])
+        chance = family.draws_chance(match["options"])
         request = rules_pb2.CreateMatchRequest(
             match_id=match["match_id"],
             seats=[
@@ -328,6 +371,8 @@ class Matchmaker:
             first_move_timeout_ms=self._first_move_timeout_ms,
             disconnect_forfeit_ms=self._disconnect_forfeit_ms,
             client_seed_window_ms=self._client_seed_window_ms if chance else 0,
+            # the table's or queue entries' disconnect policy (checked when they were made)
+            stand_in_after_ms=family.stand_in_after_ms(policy_of_column(match["disconnect_policy"])),
         )
         try:
             await self.shards.create_match(request)
@@ -353,14 +398,15 @@ class Matchmaker:
     async def catch_up(self, players: Iterable[str], since_ms: int) -> None:
         """Tell ``players``' streams here what the database holds that they may have missed since
         ``since_ms`` (this replica stopped hearing the others' events then): the state of each of their
-        tables still open or in play, or created or ended since, and ``MatchReady`` for each of their
-        matches in play made since. A repeat of an event heard already changes nothing for a client (a
-        table's state, a match's coordinates)."""
+        tables still open or in play, or created or changed since, ``MatchReady`` for each of their
+        matches in play made since, and ``RatingChanged`` for each rating change since. A repeat of an
+        event heard already changes nothing for a client (a table's state, a match's coordinates, a
+        rating's before and after for one match)."""
         from services.matchmaking.servicer import table_proto
 
         now = self.time.now_ms()
         for player in players:
-            tables, matches = await self.store.recent_of(player, since_ms)
+            tables, matches, ratings = await self.store.recent_of(player, since_ms)
             for row in tables:
                 self.hub.deliver(player, pb.WatchLobbyResponse(table_updated=table_proto(row), at_ms=now))
             for match in matches:
@@ -374,6 +420,14 @@ class Matchmaker:
                     **fairness_fields(match),
                 )
                 self.hub.deliver(player, pb.WatchLobbyResponse(match_ready=ready, at_ms=now))
+            for change in ratings:
+                rated = pb.RatingChanged(
+                    family=change["family"],
+                    match_id=change["match_id"],
+                    before=change["before"],
+                    after=change["after"],
+                )
+                self.hub.deliver(player, pb.WatchLobbyResponse(rating_changed=rated, at_ms=now))
 
     async def _retry_forever(self) -> None:
         while True:
@@ -406,6 +460,8 @@ class Matchmaker:
     def dequeue(self, player_id: str) -> None:
         self._seekers.pop(player_id, None)
         self._pairing.pop(player_id, None)  # a pairing in flight will not put them back
+        if self._left_while_reading is not None:  # nor a read of the queue made before they left
+            self._left_while_reading.add(player_id)
 
     async def pair_now(self) -> int:
         """One pairing round over everyone queued; returns how many matches it made."""
@@ -498,6 +554,7 @@ class Matchmaker:
             request.entry_fee_minor,
             request.currency,
             None,
+            disconnect_policy=policy_column(request.disconnect_policy),
         )
 
     async def _pair_forever(self) -> None:

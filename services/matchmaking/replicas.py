@@ -6,7 +6,9 @@
 - :class:`LobbyBus`: every lobby event a replica tells its own streams is also published with
   ``NOTIFY mm_lobby``; every replica ``LISTEN``s and hands the events of the others to its own streams.
   When the listening session is lost, the replica listens again and then tells its connected players the
-  state of their tables as stored (what a notification missed in between is in the database).
+  state of their tables as stored (what a notification missed in between is in the database). When a
+  replica could not publish events (the database unreachable for longer than its retries), it publishes
+  a *resync* once it can: every other replica then catches its players up the same way.
 
 SQLite runs none of this: one process, everything in memory, as before.
 """
@@ -62,9 +64,24 @@ def encode(origin: str, player_id: str, event: pb.WatchLobbyResponse) -> str:
     return f"{origin}|{player_id}|{base64.b64encode(event.SerializeToString()).decode()}"
 
 
-def decode(payload: str) -> tuple[str, str, pb.WatchLobbyResponse]:
-    origin, player_id, data = payload.split("|", 2)
-    return origin, player_id, pb.WatchLobbyResponse.FromString(base64.b64decode(data))
+def decode(payload: str) -> tuple[str, str, str]:
+    """A notification's origin, its player (or :data:`RESYNC`) and its body: the event (:func:`event_of`),
+    or for a resync the instant from which to catch up."""
+    origin, player_id, body = payload.split("|", 2)
+    return origin, player_id, body
+
+
+def event_of(body: str) -> pb.WatchLobbyResponse:
+    return pb.WatchLobbyResponse.FromString(base64.b64decode(body))
+
+
+RESYNC = "*resync*"
+"""In a notification's player place (no player id has a ``*``): the origin could not publish some events;
+every other replica catches its connected players up from the database, from the instant that follows."""
+
+
+def encode_resync(origin: str, since_ms: int) -> str:
+    return f"{origin}|{RESYNC}|{since_ms}"
 
 
 async def connect(database_url: str, application_name: str) -> Any:
@@ -119,6 +136,11 @@ class LobbyBus:
         self.received = 0
         """Events of other replicas handed to local streams (for tests)."""
         self.reconnects = 0
+        self.dropped = 0
+        """Events this replica gave up publishing (a resync follows them)."""
+        self.resyncs = 0
+        """Resyncs of other replicas this one caught its players up for."""
+        self._resyncing: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -131,9 +153,9 @@ class LobbyBus:
         with contextlib.suppress(Exception):
             async with asyncio.timeout(2):
                 await self._tasks[1]
-        for task in self._tasks:
+        for task in [*self._tasks, *self._resyncing]:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*self._tasks, *self._resyncing, return_exceptions=True)
         if self._listener is not None:
             # Not close(): it waits for the session to be idle, which a cancelled query may never be.
             with contextlib.suppress(Exception):
@@ -149,53 +171,92 @@ class LobbyBus:
     async def _publish_forever(self) -> None:
         connection: Any = None
         stopping = False
+        # Set once events were given up: from when the other replicas must catch up (a resync is owed).
+        owed_since_ms: int | None = None
+        # When the last batch that was published was formed: every event given up came after it.
+        last_good_ms = self._now_ms()
         try:
             while not stopping:
-                first = await self._outbox.get()
-                if first is None:
-                    break
-                batch = [first]
+                batch: list[str] = []
+                if owed_since_ms is None:  # (owing a resync, it is sent without waiting for an event)
+                    first = await self._outbox.get()
+                    if first is None:
+                        break
+                    batch.append(first)
+                formed_ms = self._now_ms()
                 while not self._outbox.empty():
                     item = self._outbox.get_nowait()
                     if item is None:
                         stopping = True
                         break
                     batch.append(item)
-                for attempt in range(PUBLISH_ATTEMPTS):
-                    try:
-                        if connection is None or connection.is_closed():
-                            connection = await connect(self._url, "matchmaking-lobby-publish")
-                        await connection.execute(
-                            "SELECT pg_notify($1, payload) FROM unnest($2::text[]) AS payload", CHANNEL, batch
-                        )
-                        break
-                    except Exception as error:
-                        _log.warning("lobby.publish_failed", attempt=attempt, error=type(error).__name__)
-                        with contextlib.suppress(Exception):
-                            if connection is not None:
-                                connection.terminate()
-                        connection = None
-                        await asyncio.sleep(min(1.0, 0.1 * (attempt + 1)))
-                else:
-                    # The database was unreachable for the whole time: the other replicas' streams miss
-                    # these events (their own listening sessions broke too, most likely, and they catch
-                    # up from the database; if not, this is the one gap; docs/matchmaking.md "Replicas").
-                    _log.error("lobby.events_not_published", events=len(batch))
+                if owed_since_ms is not None:
+                    batch.insert(0, encode_resync(self.origin, owed_since_ms))
+                connection, sent = await self._send(connection, batch)
+                if sent:
+                    if owed_since_ms is not None:
+                        _log.warning("lobby.resync_published", since_ms=owed_since_ms)
+                    owed_since_ms = None
+                    last_good_ms = formed_ms
+                    continue
+                events = len(batch) - (1 if owed_since_ms is not None else 0)
+                self.dropped += events
+                if owed_since_ms is None:
+                    owed_since_ms = last_good_ms - CATCH_UP_MARGIN_MS
+                # The database was unreachable for the whole time: the other replicas' streams miss these
+                # events until the resync owed from now on reaches them (docs/matchmaking.md "Replicas").
+                _log.error("lobby.events_not_published", events=events, resync_since_ms=owed_since_ms)
         finally:
             if connection is not None:
                 with contextlib.suppress(Exception):
                     connection.terminate()
 
+    async def _send(self, connection: Any, batch: list[str]) -> tuple[Any, bool]:
+        """Publish ``batch`` in one round trip, trying :data:`PUBLISH_ATTEMPTS` times (a fresh session after
+        a failure); the session to use next, and whether it was published."""
+        for attempt in range(PUBLISH_ATTEMPTS):
+            try:
+                if connection is None or connection.is_closed():
+                    connection = await connect(self._url, "matchmaking-lobby-publish")
+                await connection.execute(
+                    "SELECT pg_notify($1, payload) FROM unnest($2::text[]) AS payload", CHANNEL, batch
+                )
+                return connection, True
+            except Exception as error:
+                _log.warning("lobby.publish_failed", attempt=attempt, error=type(error).__name__)
+                with contextlib.suppress(Exception):
+                    if connection is not None:
+                        connection.terminate()
+                connection = None
+                await asyncio.sleep(min(1.0, 0.1 * (attempt + 1)))
+        return connection, False
+
     def _notified(self, _connection: Any, _pid: int, _channel: str, payload: str) -> None:
         try:
-            origin, player_id, event = decode(payload)
+            origin, player_id, body = decode(payload)
+            if origin == self.origin:
+                return  # told to the local streams already, when it was published
+            if player_id == RESYNC:
+                task = asyncio.get_running_loop().create_task(self._resync(origin, int(body)))
+                self._resyncing.add(task)
+                task.add_done_callback(self._resyncing.discard)
+                return
+            event = event_of(body)
         except Exception as error:
             _log.warning("lobby.bad_notification", error=type(error).__name__)
             return
-        if origin == self.origin:
-            return  # told to the local streams already, when it was published
         self.received += 1
         self._deliver(player_id, event)
+
+    async def _resync(self, origin: str, since_ms: int) -> None:
+        """``origin`` could not publish events from ``since_ms`` on: tell the players with a stream here what
+        the database holds since then, as after a lost listening session."""
+        self.resyncs += 1
+        _log.warning("lobby.resync", origin=origin, since_ms=since_ms)
+        try:
+            await self._catch_up(list(self._players()), since_ms)
+        except Exception as error:
+            _log.error("lobby.catch_up_failed", error=type(error).__name__)
 
     async def _listen_forever(self) -> None:
         lost_at_ms: int | None = None

@@ -14,7 +14,13 @@ from libs.engines.generals import check_formation, parse_formation, placements_t
 from libs.pairing import Seeker
 from libs.runtime.errors import ErrorReason, InvalidArgument, Violation
 from services.matchmaking.currencies import currency_problem
-from services.matchmaking.families import FamilyRules, family_rules
+from services.matchmaking.families import (
+    FamilyRules,
+    family_rules,
+    policy_column,
+    policy_of_column,
+    queue_pool_key,
+)
 from services.matchmaking.matchmaker import Matchmaker, fairness_fields
 
 _VISIBILITY = {
@@ -45,15 +51,12 @@ def _currency(code: str) -> None:
 
 
 def queue_pool(request: pb.EnterQueueRequest) -> tuple[FamilyRules, str]:
-    """The family of a valid queue request and its pool: only seekers of the same family, options,
-    clock and fee are paired. ``InvalidArgument`` with the reason for a request that is not valid."""
+    """The family of a valid queue request and its pool (:func:`queue_pool_key`). ``InvalidArgument`` with
+    the reason for a request that is not valid."""
     family = family_rules(request.family)
-    options_key = family.check_options(request.options)
-    family.check_lobby_clock(request.time_control)
+    pool = queue_pool_key(request)
     _fee(request.entry_fee_minor, request.currency)
-    control = request.time_control
-    clock = f"{control.base_ms}+{control.increment_ms}"
-    return family, f"{family.name}|{options_key}|{clock}|{request.entry_fee_minor}{request.currency}"
+    return family, pool
 
 
 def table_proto(row: dict[str, Any]) -> pb.Table:
@@ -73,6 +76,7 @@ def table_proto(row: dict[str, Any]) -> pb.Table:
         status=_STATUS[row["status"]],
         match_id=row["match_id"] or "",
         created_at_ms=row["created_at_ms"],
+        disconnect_policy=policy_of_column(row["disconnect_policy"]),
     )
 
 
@@ -113,6 +117,7 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
         family = family_rules(request.family)
         family.check_options(request.options)
         family.check_lobby_clock(request.time_control)
+        family.stand_in_after_ms(request.disconnect_policy)
         _fee(request.entry_fee_minor, request.currency)
         self._mm.shards.require(family.name)  # no table or queue for a family nobody can host
         self._mm.require_fairness(family.name, request.options)
@@ -132,6 +137,7 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
                 "match_id": None,
                 "idempotency_key": request.idempotency_key,
                 "created_at_ms": self._mm.time.now_ms(),
+                "disconnect_policy": policy_column(request.disconnect_policy),
             }
         )
         table = table_proto(row)
@@ -146,8 +152,13 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
         family = family_rules(request.family)
         if request.currency:
             _currency(request.currency)
+        policy = request.disconnect_policy
         rows = await self._store.open_tables(
-            family.name, request.max_entry_fee_minor, request.currency, free_only=request.free_only
+            family.name,
+            request.max_entry_fee_minor,
+            request.currency,
+            free_only=request.free_only,
+            disconnect_policy="" if policy == pb.DISCONNECT_POLICY_UNSPECIFIED else policy_column(policy),
         )
         tables = [table_proto(r) for r in rows]
         if request.base_ms:
@@ -169,6 +180,7 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
             table["entry_fee_minor"],
             table["currency"],
             table["table_id"],
+            disconnect_policy=table["disconnect_policy"],
         )
         await self._store.join_table(request.table_id, player, match)
         await self._mm.launch(match)
@@ -177,7 +189,7 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
     async def LeaveTable(
         self, request: pb.LeaveTableRequest, context: grpc.aio.ServicerContext
     ) -> pb.LeaveTableResponse:
-        row = await self._store.cancel_table(request.table_id, request.player_id)
+        row = await self._store.cancel_table(request.table_id, request.player_id, self._mm.time.now_ms())
         await self._mm.announce_table(request.table_id)
         return pb.LeaveTableResponse(table=table_proto(row))
 
@@ -208,7 +220,11 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
     ) -> pb.LeaveQueueResponse:
         player = request.player_id
         self._mm.dequeue(player)
-        return pb.LeaveQueueResponse(left=await self._store.leave_queue(player))
+        left = await self._store.leave_queue(player)
+        self._mm.dequeue(
+            player
+        )  # again: a read of the queue that began before the delete may have put them back
+        return pb.LeaveQueueResponse(left=left)
 
     async def WatchLobby(
         self, request: pb.WatchLobbyRequest, context: grpc.aio.ServicerContext

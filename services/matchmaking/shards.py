@@ -9,9 +9,11 @@ Placement (docs/matchmaking.md, "Placement"): a new match goes to one of the fam
 least loaded. A shard is live unless its last health check (every ``RULES_PLACEMENT_PROBE_MS``, default
 1000, over the same mutual-TLS channel the matches are created on) answered anything but SERVING or
 failed, or it refused or timed out a ``CreateMatch`` in the last ``RULES_PLACEMENT_COOLDOWN_MS`` (default
-5000). Its load is its live matches: those matchmaking made there and has not seen end (``mm_matches``
-rows ``starting`` or ``playing``, counted every ``RULES_PLACEMENT_LOAD_MS``, default 5000), plus those
-placed there since that count. Ties go to a shard chosen by the match's unique part (a hash, as before),
+5000). Its load is its live matches, counted every ``RULES_PLACEMENT_LOAD_MS`` (default 5000), plus those
+placed there since that count. The count is the shard's own answer to ``GetLoad`` (every match it holds
+that is not over, those created directly by other backends included); for a shard that does not answer,
+the matches matchmaking made there and has not seen end (``mm_matches`` rows ``starting`` or
+``playing``). Ties go to a shard chosen by the match's unique part (a hash, as before),
 and when no shard is live the match is placed by that hash among all of them (its creation is retried
 until its shard answers).
 """
@@ -228,16 +230,50 @@ class RulesShards:
         return bool(reply.status == health_pb2.HealthCheckResponse.SERVING)
 
     async def count_load(self) -> None:
-        """Count every shard's live matches again (the placements since the last count are in it)."""
-        if self._load is None:
-            return
-        counts = await self._load()
-        for (family, shard), state in list(self._states.items()):
-            state.live = counts.get((family, shard), 0)
-            state.placed = 0
+        """Count every shard's live matches again (the placements since the last count are in it): each
+        shard's own count (``GetLoad``: the matches it holds that are not over, whoever created them), and
+        for a shard that did not answer (down, or of a version without ``GetLoad`` during a rollout)
+        matchmaking's count of the matches it made there."""
+        shards = [
+            (family, shard, address)
+            for family, addresses in list(self._addresses.items())
+            for shard, address in enumerate(addresses)
+        ]
+        # Placements made while the shards answer may not be in their answers: only those made before the
+        # count began are taken out of ``placed`` below.
+        placed_before = {key: state.placed for key, state in self._states.items()}
+        answers = await asyncio.gather(*(self._ask_load(*shard) for shard in shards))
+        counts = {
+            (family, shard): n for (family, shard, _), n in zip(shards, answers, strict=True) if n is not None
+        }
+        if len(counts) < len(shards) and self._load is not None:
+            for key, count in (await self._load()).items():
+                counts.setdefault(key, count)
+        for key, state in list(self._states.items()):
+            state.live = counts.get(key, 0)
+            state.placed -= placed_before.get(key, 0)
         for key, count in counts.items():
             if key not in self._states:
                 self.state(*key).live = count
+
+    async def _ask_load(self, family: str, shard: int, address: str) -> int | None:
+        """Shard ``shard``'s own count of its live matches; ``None`` when it does not answer, or answers
+        as another shard (a directory that lists it in the wrong place)."""
+        stub = rules_pb2_grpc.RulesServiceStub(self._channels.channel(address, family))
+        try:
+            reply = await stub.GetLoad(rules_pb2.GetLoadRequest(), timeout=HEALTH_TIMEOUT_S)
+        except grpc.aio.AioRpcError:
+            return None
+        if (reply.family, reply.shard) != (family, shard):
+            _log.warning(
+                "placement.shard_mislisted",
+                family=family,
+                shard=shard,
+                address=address,
+                answered=f"{reply.family}.{reply.shard}",
+            )
+            return None
+        return int(reply.live_matches)
 
     def _start_monitor(self) -> None:
         """Start watching the shards once there is an event loop (matchmaking makes this in its start)."""

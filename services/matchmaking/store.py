@@ -51,6 +51,24 @@ MAX_FORMATIONS = 50
 """The most formations one player may keep (a new name past it is refused; replacing one is not)."""
 SHUTTING_DOWN = "matchmaking is shutting down and takes no more changes; try again"
 """Why a write is refused (``UNAVAILABLE``) once the store is closed."""
+FORFEIT = "forfeit"
+"""``mm_tables.disconnect_policy`` and ``mm_matches.disconnect_policy`` for the platform's forfeit rule (the
+column's server default: every row written before the column existed, migration 0010)."""
+STAND_IN = "stand_in"
+"""The same columns for seed 002's stand-in policy."""
+DISCONNECT_POLICIES = frozenset({FORFEIT, STAND_IN})
+"""Every value those columns hold (``services.matchmaking.families`` maps them to ``DisconnectPolicy``)."""
+
+
+def _check_policy(row: dict[str, Any]) -> None:
+    """A table or match row must say its disconnect policy, one of :data:`DISCONNECT_POLICIES` (a caller's
+    bug otherwise: never left to the column's default, which is for the rows of before)."""
+    policy = row.get("disconnect_policy")
+    if policy not in DISCONNECT_POLICIES:
+        raise ValueError(
+            f"row {row.get('table_id') or row.get('match_id')} has disconnect_policy {policy!r}, "
+            f"not one of {sorted(DISCONNECT_POLICIES)}"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +135,9 @@ class MatchmakingStore:
     # -- tables --------------------------------------------------------------------------------------
 
     async def create_table(self, row: dict[str, Any]) -> dict[str, Any]:
-        """Open a table (the creator becomes busy with it); the same creator and key return the original."""
+        """Open a table (the creator becomes busy with it); the same creator and key return the original.
+        ``row`` has every column of ``mm_tables``, its ``disconnect_policy`` included."""
+        _check_policy(row)
         found = await self._read(
             lambda conn: conn.execute(
                 select(mm_tables).where(
@@ -151,12 +171,21 @@ class MatchmakingStore:
         return dict(found._mapping)
 
     async def open_tables(
-        self, family: str, max_fee: int, currency: str, *, free_only: bool = False
+        self,
+        family: str,
+        max_fee: int,
+        currency: str,
+        *,
+        free_only: bool = False,
+        disconnect_policy: str = "",
     ) -> list[dict[str, Any]]:
-        """The public open tables of a family, oldest first; ``max_fee`` 0 and ``currency`` "" mean any."""
+        """The public open tables of a family, oldest first; ``max_fee`` 0, ``currency`` "" and
+        ``disconnect_policy`` "" mean any."""
         query = select(mm_tables).where(
             mm_tables.c.family == family, mm_tables.c.status == "open", mm_tables.c.visibility == "public"
         )
+        if disconnect_policy:
+            query = query.where(mm_tables.c.disconnect_policy == disconnect_policy)
         if free_only:
             query = query.where(mm_tables.c.entry_fee_minor == 0)
         elif max_fee:
@@ -179,8 +208,10 @@ class MatchmakingStore:
         return await self._read(read)
 
     async def join_table(self, table_id: str, player_id: str, match: dict[str, Any]) -> dict[str, Any]:
-        """Take the free seat: exactly one of several concurrent joiners wins; the match row is written.
+        """Take the free seat: exactly one of several concurrent joiners wins; the match row is written
+        (``match`` carries the table's disconnect policy, as :meth:`Matchmaker.new_match_row` copies it).
         The table as the join left it."""
+        _check_policy(match)
 
         def work(conn: Connection) -> dict[str, Any]:
             table = self._joinable(conn, table_id, player_id)
@@ -188,7 +219,12 @@ class MatchmakingStore:
             taken = conn.execute(
                 update(mm_tables)
                 .where(mm_tables.c.table_id == table_id, mm_tables.c.status == "open")
-                .values(status="starting", joiner_id=player_id, match_id=match["match_id"])
+                .values(
+                    status="starting",
+                    joiner_id=player_id,
+                    match_id=match["match_id"],
+                    updated_at_ms=match["created_at_ms"],
+                )
             )
             if taken.rowcount != 1:
                 raise FailedPrecondition(
@@ -206,6 +242,7 @@ class MatchmakingStore:
                 "status": "starting",
                 "joiner_id": player_id,
                 "match_id": match["match_id"],
+                "updated_at_ms": match["created_at_ms"],
             }
 
         try:
@@ -232,8 +269,8 @@ class MatchmakingStore:
             )
         return table
 
-    async def cancel_table(self, table_id: str, player_id: str) -> dict[str, Any]:
-        """The creator leaves their open table; the table as that left it."""
+    async def cancel_table(self, table_id: str, player_id: str, now_ms: int) -> dict[str, Any]:
+        """The creator leaves their open table (at ``now_ms``); the table as that left it."""
 
         def work(conn: Connection) -> dict[str, Any]:
             table = (conn.execute(select(mm_tables).where(mm_tables.c.table_id == table_id))).first()
@@ -247,7 +284,7 @@ class MatchmakingStore:
             cancelled = conn.execute(
                 update(mm_tables)
                 .where(mm_tables.c.table_id == table_id, mm_tables.c.status == "open")
-                .values(status="cancelled")
+                .values(status="cancelled", updated_at_ms=now_ms)
             )
             if cancelled.rowcount != 1:
                 raise FailedPrecondition(
@@ -257,7 +294,7 @@ class MatchmakingStore:
             conn.execute(
                 delete(mm_activity).where(mm_activity.c.player_id == player_id, mm_activity.c.ref == table_id)
             )
-            return {**table._mapping, "status": "cancelled"}
+            return {**table._mapping, "status": "cancelled", "updated_at_ms": now_ms}
 
         return await self._write(work)
 
@@ -299,7 +336,9 @@ class MatchmakingStore:
         whose two queue rows are both there is made; one where either player left meanwhile is not, and
         loses nothing. Whether each pair was made, in order. (The queue rows are locked first, so a
         concurrent ``leave_queue`` either comes before, and its pair is not made, or after, and finds
-        nothing to leave.)"""
+        nothing to leave.) Each match row says its disconnect policy (the pair's queue entries')."""
+        for _, _, match in pairs:
+            _check_policy(match)
         players = [player for first, second, _ in pairs for player in (first, second)]
 
         def work(conn: Connection) -> list[bool]:
@@ -402,11 +441,12 @@ class MatchmakingStore:
             query = query.where(mm_matches.c.created_at_ms < created_before_ms)
         return await self._read(lambda conn: [dict(r._mapping) for r in conn.execute(query)])
 
-    async def mark_playing(self, match: dict[str, Any]) -> None:
-        await self.mark_playing_many([match])
+    async def mark_playing(self, match: dict[str, Any], now_ms: int) -> None:
+        await self.mark_playing_many([match], now_ms)
 
-    async def mark_playing_many(self, matches: list[dict[str, Any]]) -> None:
-        """The matches exist on their rules shards now: they (and their tables) are ``playing``."""
+    async def mark_playing_many(self, matches: list[dict[str, Any]], now_ms: int) -> None:
+        """The matches exist on their rules shards now (``now_ms``): they (and their tables) are
+        ``playing``."""
         tables = [match["table_id"] for match in matches if match["table_id"]]
 
         def work(conn: Connection) -> None:
@@ -422,7 +462,7 @@ class MatchmakingStore:
                 conn.execute(
                     update(mm_tables)
                     .where(mm_tables.c.table_id.in_(tables), mm_tables.c.status == "starting")
-                    .values(status="playing")
+                    .values(status="playing", updated_at_ms=now_ms)
                 )
 
         await self._write(work)
@@ -481,7 +521,9 @@ class MatchmakingStore:
             )
             if match["table_id"]:
                 conn.execute(
-                    update(mm_tables).where(mm_tables.c.table_id == match["table_id"]).values(status=status)
+                    update(mm_tables)
+                    .where(mm_tables.c.table_id == match["table_id"])
+                    .values(status=status, updated_at_ms=now_ms)
                 )
             conn.execute(
                 delete(mm_activity).where(mm_activity.c.player_id.in_(players), mm_activity.c.ref == match_id)
@@ -582,10 +624,10 @@ class MatchmakingStore:
 
     async def recent_of(
         self, player_id: str, since_ms: int
-    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
         """What a replica that stopped hearing the others at ``since_ms`` tells ``player_id``'s streams
-        (:meth:`Matchmaker.catch_up`): their tables still open or in play, or created or ended since, and
-        their matches in play made since."""
+        (:meth:`Matchmaker.catch_up`): their tables still open or in play, or created or changed since,
+        their matches in play made since, and their rating changes since (oldest first)."""
         seated = (mm_tables.c.creator_id == player_id) | (mm_tables.c.joiner_id == player_id)
         ended = select(mm_matches.c.match_id).where(mm_matches.c.ended_at_ms >= since_ms)
         tables = (
@@ -594,6 +636,7 @@ class MatchmakingStore:
                 seated,
                 mm_tables.c.status.in_(["open", "starting", "playing"])
                 | (mm_tables.c.created_at_ms >= since_ms)
+                | (mm_tables.c.updated_at_ms >= since_ms)
                 | mm_tables.c.match_id.in_(ended),
             )
             .order_by(mm_tables.c.created_at_ms)
@@ -604,10 +647,17 @@ class MatchmakingStore:
             mm_matches.c.created_at_ms >= since_ms,
         )
 
-        def read(conn: Connection) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        ratings = (
+            select(mm_rating_changes)
+            .where(mm_rating_changes.c.player_id == player_id, mm_rating_changes.c.at_ms >= since_ms)
+            .order_by(mm_rating_changes.c.at_ms)
+        )
+
+        def read(conn: Connection) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
             return (
                 [dict(r._mapping) for r in conn.execute(tables)],
                 [dict(r._mapping) for r in conn.execute(matches)],
+                [dict(r._mapping) for r in conn.execute(ratings)],
             )
 
         return await self._read(read)

@@ -1,9 +1,13 @@
 """The backgammon family for the match runtime: the engine and its codecs (protobuf and the log's JSON).
 
-Lobby tables (``docs/backgammon.md``, "Service") are SkillClassics head-to-head tables as seed ``000``
-describes them: the creator picks the variant; no cube, single-game scoring, one game (the first to bear
-off wins); the chess-style clocks of ``000`` (3, 5, 10, 20 or 30 minutes per player, no increment).
-Matches made directly (``CreateMatch``: scheduled events) may use every option the engine supports.
+Lobby tables (``docs/backgammon.md``, "Lobby tables"; ``docs/matchmaking.md``, "What a lobby table
+offers") never use the doubling cube (seed ``000``: "Tables created in the lobby do not use the doubling
+cube"), so none of the money-play rules that need it (beavers, automatic doubles, Jacoby). The creator
+picks the variant, and either SkillClassics' one game (``000``: the first to bear off wins, gammons not
+scored) or seed ``002``'s match to 1, 3, 5 or 9 points with the Crawford rule, gammons and backgammons
+scored; automatic roll and automatic bear-off (``002``'s conveniences) as chosen. Clocks: ``000``'s
+chess-style clocks or ``002``'s capped-bonus clocks. Matches made directly (``CreateMatch``: scheduled
+events) may use every option the engine supports.
 """
 
 from __future__ import annotations
@@ -66,23 +70,52 @@ class BackgammonFamily:
     hides_information = False
     uses_chance = True
 
-    lobby_clocks = LobbyClocks("backgammon", minutes=(3, 5, 10, 20, 30))
+    lobby_clocks = LobbyClocks(
+        "backgammon", minutes=(3, 5, 10, 20, 30), capped_bonus=((30, 10, 10, 30), (120, 20, 20, 120))
+    )
     """Seed 000: head-to-head tables offer 3, 5, 10, 20 or 30 minutes per player, no increment, and
-    backgammon's clock is "chess-style" (it ticks during the player's turn)."""
+    backgammon's clock is "chess-style" (it ticks during the player's turn). Seed 002: its quick game's
+    capped-bonus clock (30 s, 10 s more after a move made within 10 s, never above 30 s) and its standard
+    game's and match's (120 s, 20 s more within 20 s, never above 120 s)."""
+
+    LOBBY_MATCH_LENGTHS = (1, 3, 5, 9)
+    """The match lengths a lobby table offers besides one game: seed 002's 3, 5 and 9 points, and 1 (a
+    single game scored as match play: gammons count, the winner needs one point)."""
 
     def __init__(self, engine: BackgammonEngine = BACKGAMMON) -> None:
         self.engine = engine
 
     def lobby_pool(self, options: BackgammonOptions) -> str:
-        """The variant, when every other option is the SkillClassics table's (000: the creator picks the
-        variant; no cube; gammons not scored; the first to bear off wins the game and the prize)."""
-        lobby = BackgammonOptions(variant=options.variant)
-        if options != lobby:
+        """The variant, the game or match length and the conveniences, when the table is one the lobby
+        offers: never the cube (000), and gammons scored exactly when it is a match (000's single game
+        does not score them; 002's matches, like all match play of 001, do)."""
+        lengths = ", ".join(str(n) for n in self.LOBBY_MATCH_LENGTHS)
+        if options.cube or options.beavers or options.automatic_doubles or options.jacoby:
             raise InvalidOptionsError(
-                "lobby backgammon tables are one game without the doubling cube, gammons not scored "
-                "(only the variant is chosen: standard, nackgammon or hypergammon)"
+                "lobby backgammon tables never use the doubling cube (so no beavers, automatic doubles or "
+                "Jacoby); they are one game or a match to " + lengths + " points"
             )
-        return options.variant.value
+        if options.match_to and options.match_to not in self.LOBBY_MATCH_LENGTHS:
+            raise InvalidOptionsError(
+                f"lobby backgammon matches are to {lengths} points (match_to), or one game (match_to 0)"
+            )
+        if options.match_to and not options.gammons:
+            raise InvalidOptionsError(
+                "lobby backgammon matches score gammons and backgammons (gammons true), as match play does"
+            )
+        if not options.match_to and options.gammons:
+            raise InvalidOptionsError(
+                "a lobby backgammon game (match_to 0) does not score gammons: the first to bear off wins "
+                "(gammons false)"
+            )
+        key = options.variant.value  # one game without conveniences: the variant alone, as always
+        if options.match_to:
+            key += f"/match{options.match_to}"
+        if options.auto_roll:
+            key += "/auto-roll"
+        if options.auto_bearoff:
+            key += "/auto-bearoff"
+        return key
 
     def stand_in(self, state: BackgammonState, seat: int) -> BackgammonAction | None:
         """The stand-in's action for an absent ``seat`` (libs/engines/backgammon/standin.py)."""
@@ -225,3 +258,8 @@ def _resign_points(view: BackgammonView) -> int:
 def _quote(text: str) -> str:
     """``text`` on one line, without the quotes that would end a header value."""
     return " ".join(text.replace('"', "'").split())
+
+
+FAMILY = BackgammonFamily()
+"""The family as its rules service declares it: what matchmaking and the tools read of it
+(``services.families``), so that they name no family themselves."""

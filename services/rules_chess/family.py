@@ -349,3 +349,8 @@ def _skirmish_view_to_proto(view: SkirmishChessView) -> rules_pb2.View:
             moves_san=summary.moves_san,
         )
     return out
+
+
+FAMILY = ChessFamily()
+"""The family as its rules service declares it: what matchmaking and the tools read of it
+(``services.families``), so that they name no family themselves."""

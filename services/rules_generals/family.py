@@ -162,3 +162,8 @@ class GeneralsFamily:
             f"# Fairness commitment: {setup.fairness_commitment}",
         ]
         return "\n".join(header) + "\n" + export_record(record.game, record.outcome)
+
+
+FAMILY = GeneralsFamily()
+"""The family as its rules service declares it: what matchmaking and the tools read of it
+(``services.families``), so that they name no family themselves."""

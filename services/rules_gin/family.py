@@ -194,3 +194,8 @@ class GinFamily:
         if record.outcome is not None:
             lines += ["", f"Result: {record.outcome.detail or record.outcome.termination.value}"]
         return "\n".join(lines) + "\n"
+
+
+FAMILY = GinFamily()
+"""The family as its rules service declares it: what matchmaking and the tools read of it
+(``services.families``), so that they name no family themselves."""

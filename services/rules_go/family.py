@@ -183,3 +183,8 @@ def _score_to_proto(score: Score) -> go_pb2.Score:
         neutral=score.neutral,
         result=score.result(),
     )
+
+
+FAMILY = GoFamily()
+"""The family as its rules service declares it: what matchmaking and the tools read of it
+(``services.families``), so that they name no family themselves."""

@@ -1,7 +1,7 @@
-"""The short chaos run (``make test``; the long one is ``make chaos``, docs/chaos.md): a few matches of every
-family through the whole stack on a private PostgreSQL server, while a rules shard is killed with SIGKILL,
-matchmaking is stopped with SIGTERM and the database is stopped for a few seconds; then every check of
-tools/chaos/checks.py must hold. ``CHAOS_SEED`` repeats a run's strategies."""
+"""The short chaos run (``make test-long``; the long one is ``make chaos``, docs/chaos.md): a few matches
+of every family through the whole stack on a private PostgreSQL server, while a rules shard is killed
+with SIGKILL, matchmaking is stopped with SIGTERM and the database is stopped for a few seconds; then every
+check of tools/chaos/checks.py must hold. ``CHAOS_SEED`` repeats a run's strategies."""
 
 from __future__ import annotations
 

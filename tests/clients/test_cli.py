@@ -10,8 +10,19 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from skillclassics.rules.v1 import rules_pb2
 
-from clients.cli.main import EXIT_ERROR, EXIT_FAILED, EXIT_OK, Screen, build_parser, main
+from clients.cli.main import (
+    EXIT_ERROR,
+    EXIT_FAILED,
+    EXIT_OK,
+    CommandError,
+    Screen,
+    _clock,
+    _table_setup,
+    build_parser,
+    main,
+)
 from libs.fairness import DrawSpec, Proof, build_proof
 
 REPO = Path(__file__).resolve().parents[2]
@@ -292,6 +303,26 @@ def test_every_command_has_help(capsys: pytest.CaptureFixture[str]) -> None:
         assert f"usage: skillclassics {command}" in capsys.readouterr().out
     assert main(["create", "--ruleset", "blitz"]) == 2  # argparse's own choices
     assert "invalid choice: 'blitz'" in capsys.readouterr().err
+
+
+def test_create_and_queue_take_seed_002s_capped_bonus_clock_and_the_stand_in() -> None:
+    """``--bonus-within``/``--cap`` give the backgammon lobby's capped-bonus clocks (002's quick and
+    standard), which the table listing then shows; ``--stand-in`` asks for the stand-in policy."""
+    quick = ["--minutes", "0.5", "--increment", "10", "--bonus-within", "10", "--cap", "30"]
+    for command in ("create", "queue"):
+        args = build_parser().parse_args([command, "--family", "backgammon", *quick, "--stand-in"])
+        _, _, control = _table_setup(args)
+        assert control == rules_pb2.TimeControl(
+            base_ms=30_000, increment_ms=10_000, increment_within_ms=10_000, cap_ms=30_000
+        )
+        assert args.stand_in
+        assert _clock(control) == "0.5+10 within 10s cap 30s"
+    plain = build_parser().parse_args(["create", "--family", "backgammon", "--minutes", "5"])
+    assert _table_setup(plain)[2] == rules_pb2.TimeControl(base_ms=300_000)
+    assert _clock(_table_setup(plain)[2]) == "5+0"
+    negative = build_parser().parse_args(["create", "--family", "backgammon", "--cap", "-1"])
+    with pytest.raises(CommandError, match="cannot be negative"):
+        _table_setup(negative)
 
 
 def test_the_live_screen_keeps_a_ticking_clock_line_above_the_prompt() -> None:

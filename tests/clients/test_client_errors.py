@@ -28,6 +28,7 @@ from clients.player import (
     PlayerSession,
     RetryPolicy,
     _Attempts,
+    _Reopening,
     development_token,
     expires_at_ms,
 )
@@ -316,6 +317,28 @@ async def test_an_outage_longer_than_the_wait_still_fails_in_the_end() -> None:
         assert 5 <= gateway.calls["WhoAmI"] <= 12
     finally:
         await gateway.server.stop(0)
+
+
+async def test_a_stream_whose_writes_keep_breaking_gives_up_unavailable_not_internal() -> None:
+    """grpc reports a write that failed on a stream the gateway was ending as ``INTERNAL`` ("Internal
+    error from Core"): a client-side view of a broken connection. A Play stream reopens after it like after
+    ``UNAVAILABLE``, and once it gives up (the breaks went on too long) it says ``UNAVAILABLE``; a real
+    ``INTERNAL`` of the gateway's, with no write under way, is still reported as it is."""
+    session = PlayerSession("127.0.0.1:1", "token", retry=RetryPolicy(stream_attempts=2, stream_outage_s=0))
+    internal = grpc.aio.AioRpcError(
+        grpc.StatusCode.INTERNAL, grpc.aio.Metadata(), grpc.aio.Metadata(), details="Internal error from Core"
+    )
+    reopening = _Reopening(session, seen=True)
+    await reopening.after_error(internal, broken=True)  # the first break: reopened after a pause
+    with pytest.raises(GatewayError) as gave_up:
+        await reopening.after_error(internal, broken=True)
+    assert gave_up.value.code == grpc.StatusCode.UNAVAILABLE
+    assert not gave_up.value.reached
+    assert "kept breaking" in gave_up.value.details
+    with pytest.raises(GatewayError) as refused:
+        await _Reopening(session, seen=True).after_error(internal)
+    assert refused.value.code == grpc.StatusCode.INTERNAL
+    await session.close()
 
 
 def test_a_call_the_gateway_ended_without_an_answer_is_unavailable_and_retried() -> None:

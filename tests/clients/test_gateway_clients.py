@@ -16,7 +16,7 @@ import sys
 import time
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import grpc
@@ -130,11 +130,11 @@ def cli_env(stack: Stack, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Pa
     return tmp_path / "config" / "skillclassics" / "token"
 
 
-async def open_table_of(stack: Stack, creator: str, within: float = 10) -> mm.Table:
+async def open_table_of(stack: Stack, creator: str, within: float = 10, family: str = "chess") -> mm.Table:
     async with session(stack, player("lister")) as lister:
         deadline = time.monotonic() + within
         while True:
-            for table in await lister.list_tables("chess"):
+            for table in await lister.list_tables(family):
                 if table.creator_id == creator:
                     return table
             assert time.monotonic() < deadline, f"{creator} opened no table"
@@ -325,6 +325,30 @@ async def test_a_bot_that_waits_too_long_cancels_its_table(stack: Stack) -> None
             await find_match(bot, BotSettings(minutes=5, entry_fee_minor=7, wait_timeout_s=0.3))
     async with session(stack, player("looker")) as looker:
         assert all(t.creator_id != lonely for t in await looker.list_tables("chess"))
+
+
+async def test_bots_that_ask_for_the_stand_in_meet_only_each_other(stack: Stack) -> None:
+    """A bot asking for seed 002's stand-in opens (and joins) only tables with it: a bot keeping the
+    forfeit rule, with the same clock, options and fee, does not take its table."""
+    wanting = BotSettings(family="gin", minutes=10, increment_s=5, entry_fee_minor=23, stand_in=True)
+    host, other, guest = player("stand-in-host"), player("forfeit-bot"), player("stand-in-guest")
+    async with (
+        session(stack, host) as hosting,
+        session(stack, other) as plain,
+        session(stack, guest) as joining,
+    ):
+        waiting = asyncio.create_task(find_match(hosting, wanting))
+        table = await open_table_of(stack, host, family="gin")
+        assert table.disconnect_policy == mm.DISCONNECT_POLICY_STAND_IN
+        with pytest.raises(TimeoutError):
+            await find_match(plain, replace(wanting, stand_in=False, wait_timeout_s=0.5))
+        assert not waiting.done()
+        joined = await find_match(joining, wanting)
+        hosted = await asyncio.wait_for(waiting, 10)
+        assert (hosted.match_id, hosted.opponent_id) == (joined.match_id, guest)
+        match = await joining.get_match(joined.match_id)
+        assert match.stand_in_after_ms == 120_000
+        await joining.resign(joined.match_id)
 
 
 # -- the command line -----------------------------------------------------------------------------------

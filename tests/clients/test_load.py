@@ -62,10 +62,10 @@ from clients.load.report import (
     write_png,
 )
 from clients.player import GatewayError, PlayerSession, exhausted_wait_s
-from libs.launcher import Stack, StartError, available_services, find_free_port_offset
+from libs.launcher import Stack, StartError, available_services
 from libs.runtime.errors import Problem
 from services.gateway.tokens import SigningKey, write_development_key
-from tests.support import ROOT
+from tests.support import ROOT, stack_port_offset
 
 SIGNING_KEY = SigningKey.generate()
 """The development signing key the stack's gateway trusts (written into its data folder before it starts)."""
@@ -550,7 +550,7 @@ async def stack(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Stack
     for attempt in range(3):
         running = Stack(
             services,
-            port_offset=find_free_port_offset(),
+            port_offset=stack_port_offset(),
             data_dir=data,
             echo=False,
             env=env,
@@ -738,7 +738,7 @@ async def test_the_rate_limit_is_counted_and_waited_out(stack: Stack) -> None:
     }
     gateway_spec = stack.spec("gateway")
     async with Stack(
-        [gateway_spec], port_offset=find_free_port_offset(), data_dir=stack.data_dir, echo=False, env=env
+        [gateway_spec], port_offset=stack_port_offset(), data_dir=stack.data_dir, echo=False, env=env
     ) as limited:
         config = LoadConfig(
             families=(FamilyPlan("chess", 1),),

@@ -12,7 +12,9 @@ skipped with a message (the base's files are always checked). What is checked:
 - each pod's environment, as Kubernetes would build it for every pod of the workload (downward API,
   ``$(VAR)`` expansion, Secrets), is accepted by the service's own configuration code in production;
 - rules shard N talks to clock shard N, the clock has a shard for every rules shard, and matchmaking and
-  the gateway list every rules shard, in order, by its per-pod DNS name;
+  the gateway list every rules shard, in order, by its per-pod DNS name, in the one place they read the
+  lists from: the ConfigMap ``rules-shards``, mounted as a directory and named by ``RULES_SHARDS_FILE``
+  (read here with the services' own :class:`~libs.match.routing.ShardDirectory`);
 - secrets only through ``secretKeyRef``, no Secret object outside the development pieces;
 - every pod non-root with a read-only root filesystem, and the rest of the hardening;
 - every kustomization lists every file of its folder;
@@ -48,6 +50,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from libs.launcher.registry import SERVICES, available_services, module_exists
+from libs.match.routing import SHARDS_FILE_VARIABLE, ShardDirectory, parse_shards_file
 from libs.runtime.config import ConfigError, ServiceConfig
 from libs.runtime.ports import DEFAULT_PORTS
 from services.clock.service import ClockService
@@ -107,6 +110,12 @@ NOT_SECRETS = {
     "GATEWAY_TOKEN_MAX_LIFETIME_SECONDS": "a number of seconds",
 }
 """Variables whose names look secret but are not (paths, ``*_FILE``, are checked separately)."""
+
+RULES_SHARDS_CONFIG_MAP = "rules-shards"
+RULES_SHARDS_KEY = "rules-shards.env"
+"""The ConfigMap (base/rules-shards.yaml) whose key lists every family's rules shards, for matchmaking and
+the gateway (``RULES_SHARDS_FILE``)."""
+_ADDRESS_LIST = re.compile(r"RULES_[A-Z]+_ADDRESSES")
 
 CSI_DRIVER = "csi.cert-manager.io"
 TLS_FILES = {"TLS_CA_FILE": "ca-file", "TLS_CERT_FILE": "certificate-file", "TLS_KEY_FILE": "privatekey-file"}
@@ -237,7 +246,7 @@ SOURCES = [
     "build:base",
     "build:overlays/dev",
     "build:dev+gateway-hpa",
-    "build:overlays/production",
+    "build:overlays/prod",
 ]
 """What the checks run on; add an overlay of your own as ``build:overlays/<name>``."""
 
@@ -450,7 +459,27 @@ def _selected_workload(m: Manifests, service: Doc) -> Doc:
 
 
 def resolve(m: Manifests, address: str) -> Target:
-    """Where ``host:port`` leads, from a pod in the namespace; fails unless it reaches a gRPC port."""
+    """Where ``host:port`` leads, from a pod in the namespace; fails unless it reaches a gRPC port.
+
+    ``dns:///<service>:port`` names every ready replica of a Deployment through a headless Service, for a
+    channel that balances over them (libs/runtime/targets.py); a StatefulSet's pods are named one by one.
+    """
+    if address.startswith("dns:///"):
+        host, colon, port_text = address.removeprefix("dns:///").rpartition(":")
+        assert colon, f"{address!r} is not dns:///host:port"
+        assert port_text.isdigit(), f"{address!r} is not dns:///host:port"
+        assert "." not in host, f"{address}: use the short name of a Service of the namespace"
+        service = m.get("Service", host)
+        assert service["spec"].get("clusterIP") == "None", (
+            f"{address}: {host} must be headless, so its name resolves to every replica"
+        )
+        assert not service["spec"].get("publishNotReadyAddresses"), (
+            f"{address}: a balanced name must leave out replicas that are not ready"
+        )
+        workload = _selected_workload(m, service)
+        assert workload["kind"] == "Deployment", f"{address}: balance over a Deployment's replicas"
+        _service_port(m, service, int(port_text), workload)
+        return Target(workload["metadata"]["name"], None)
     host, colon, port_text = address.rpartition(":")
     assert colon, f"{address!r} is not host:port"
     assert port_text.isdigit(), f"{address!r} is not host:port"
@@ -967,7 +996,7 @@ def test_only_development_pieces_generate_secrets() -> None:
             )
 
 
-@pytest.mark.parametrize("target", ["base", "overlays/dev", "dev+gateway-hpa", "overlays/production"])
+@pytest.mark.parametrize("target", ["base", "overlays/dev", "dev+gateway-hpa", "overlays/prod"])
 def test_kustomize_builds(target: str) -> None:
     if _kustomize_command() is None:
         pytest.skip("neither kubectl nor kustomize is installed: `kustomize build` is not checked")
@@ -1111,23 +1140,90 @@ def test_rules_shards_use_their_clock_shard(manifests: Manifests) -> None:
                 assert resolve(manifests, env["FAIRNESS_ADDRESS"]) == Target("fairness", None)
 
 
+def _rules_directory(m: Manifests, workload: Doc) -> dict[str, list[str]]:
+    """The rules shards ``workload``'s pod routes to at start, as the services' own ShardDirectory reads
+    them: from its environment and the ``RULES_SHARDS_FILE`` in its mounted volumes."""
+    container = _main_container(workload)
+    ordinal = _ordinals(workload)[0]
+    env = pod_environment(m, workload, container, ordinal)
+    with tempfile.TemporaryDirectory() as scratch:
+        local = _mount_volumes(m, workload, container, ordinal, Path(scratch), env)
+        return dict(ShardDirectory(local))
+
+
+def _shards_config_map_lists(m: Manifests) -> dict[str, list[str]]:
+    """Every family's list in the ConfigMap rules-shards, parsed as the services parse the file."""
+    config_map = m.get("ConfigMap", RULES_SHARDS_CONFIG_MAP)
+    data = config_map.get("data") or {}
+    assert set(data) == {RULES_SHARDS_KEY}, (
+        f"{m.source}: {_ref(config_map)} holds one key, {RULES_SHARDS_KEY}"
+    )
+    try:
+        return parse_shards_file(str(data[RULES_SHARDS_KEY]))
+    except ValueError as error:
+        pytest.fail(f"{m.source}: {_ref(config_map)} does not parse, the services would refuse it: {error}")
+
+
+def test_the_rules_shards_config_map_lists_every_rules_shard_in_order(manifests: Manifests) -> None:
+    """The ConfigMap, read directly: one line per family, one address per rules pod in ordinal order,
+    exactly the StatefulSets' replicas (an overlay that scales a rules StatefulSet patches it too)."""
+    lists = _shards_config_map_lists(manifests)
+    rules = {w["metadata"]["name"]: w for w in manifests.rules_statefulsets()}
+    assert set(lists) == {name.removeprefix("rules-") for name in rules}, (
+        f"{manifests.source}: ConfigMap {RULES_SHARDS_CONFIG_MAP} must list exactly the rules StatefulSets' "
+        f"families"
+    )
+    for name, statefulset in rules.items():
+        family = name.removeprefix("rules-")
+        assert lists[family] == _shard_addresses(statefulset), (
+            f"{manifests.source}: ConfigMap {RULES_SHARDS_CONFIG_MAP}: RULES_{family.upper()}_ADDRESSES must "
+            f"list the {_replicas(statefulset)} shards of {_ref(statefulset)} in ordinal order"
+        )
+        targets = [resolve(manifests, address) for address in lists[family]]
+        assert targets == [Target(name, i) for i in range(_replicas(statefulset))], manifests.source
+
+
 @pytest.mark.parametrize("caller", ["matchmaking", "gateway"])
 def test_callers_list_every_rules_shard_in_order(manifests: Manifests, caller: str) -> None:
     workload = manifests.service(caller)
-    env = pod_environment(manifests, workload, _main_container(workload), None)
+    container = _main_container(workload)
+    env = pod_environment(manifests, workload, container, None)
     where = f"{manifests.source}: {_ref(workload)}"
+    # One source: the lists are the ConfigMap's, mounted; no RULES_<FAMILY>_ADDRESSES variables beside it
+    # (they would be a second copy to keep in step; base/matchmaking.yaml says why).
+    variables = sorted(name for name in env if _ADDRESS_LIST.fullmatch(name))
+    assert not variables, f"{where}: {variables}: the lists belong in ConfigMap {RULES_SHARDS_CONFIG_MAP}"
+    assert SHARDS_FILE_VARIABLE in env, (
+        f"{where}: {SHARDS_FILE_VARIABLE} must name the mounted ConfigMap's file"
+    )
+    path = env[SHARDS_FILE_VARIABLE]
+    volume = _volume_at(workload, container, path)
+    assert volume is not None, f"{where}: {SHARDS_FILE_VARIABLE} must be in a mounted volume"
+    assert volume.get("configMap", {}).get("name") == RULES_SHARDS_CONFIG_MAP, (
+        f"{where}: {SHARDS_FILE_VARIABLE} from ConfigMap {RULES_SHARDS_CONFIG_MAP} (a plain one: a generated "
+        f"name with a content hash would roll the Deployment on every edit)"
+    )
+    assert not volume["configMap"].get("optional", False), f"{where}: the pod must not start without it"
+    (mount,) = [m for m in container["volumeMounts"] if m["name"] == volume["name"]]
+    assert not {"subPath", "subPathExpr"} & set(mount), (
+        f"{where}: mount the ConfigMap as a directory: a subPath mount never receives its updates"
+    )
+    assert mount.get("readOnly") is True, where
+    relative = path[len(mount["mountPath"].rstrip("/")) + 1 :]
+    items = volume["configMap"].get("items") or [{"key": RULES_SHARDS_KEY, "path": RULES_SHARDS_KEY}]
+    assert {"key": RULES_SHARDS_KEY, "path": relative} in items, (
+        f"{where}: {SHARDS_FILE_VARIABLE} must be the projection of key {RULES_SHARDS_KEY}"
+    )
+    # What the service reads, with its own code, equals the StatefulSets' shards.
+    directory = _rules_directory(manifests, workload)
     rules = {w["metadata"]["name"]: w for w in manifests.rules_statefulsets()}
-    listed = {name for name in env if re.fullmatch(r"RULES_[A-Z]+_ADDRESSES", name)}
-    assert listed == {f"RULES_{name.removeprefix('rules-').upper()}_ADDRESSES" for name in rules}, where
+    assert set(directory) == {name.removeprefix("rules-") for name in rules}, where
     for name, statefulset in rules.items():
-        variable = f"RULES_{name.removeprefix('rules-').upper()}_ADDRESSES"
-        addresses = [a.strip() for a in env[variable].split(",")]
-        assert addresses == _shard_addresses(statefulset), (
-            f"{where}: {variable} must list the {_replicas(statefulset)} shards of {_ref(statefulset)} "
-            f"in ordinal order"
+        family = name.removeprefix("rules-")
+        assert directory[family] == _shard_addresses(statefulset), (
+            f"{where}: the {family} shards it reads must be the {_replicas(statefulset)} shards of "
+            f"{_ref(statefulset)}, in ordinal order"
         )
-        targets = [resolve(manifests, address) for address in addresses]
-        assert targets == [Target(name, i) for i in range(_replicas(statefulset))], where
     assert resolve(manifests, env["FAIRNESS_ADDRESS"]) == Target("fairness", None), where
     if caller == "gateway":
         assert resolve(manifests, env["MATCHMAKING_ADDRESS"]) == Target("matchmaking", None), where
@@ -1147,6 +1243,14 @@ def test_matchmaking_runs_as_replicas_rolled_one_at_a_time(manifests: Manifests)
         b for b in manifests.of_kind("PodDisruptionBudget") if b["metadata"]["name"] == "matchmaking"
     ]
     assert budget["spec"]["maxUnavailable"] == 1
+    # Its callers spread their calls over every replica (a ClusterIP would pin each caller's connection,
+    # and so all its calls, to one), and find replicas added later.
+    callers = [manifests.service("gateway"), *manifests.rules_statefulsets()]
+    for caller in callers:
+        address = _literal_env(_main_container(caller))["MATCHMAKING_ADDRESS"]
+        assert address.startswith("dns:///"), f"{manifests.source}: {_ref(caller)} calls {address}"
+        assert resolve(manifests, address) == Target("matchmaking", None)
+    assert int(_literal_env(_main_container(matchmaking))["GRPC_MAX_CONNECTION_AGE_MS"]) > 0
 
 
 # -- secrets -------------------------------------------------------------------------------------------
@@ -1481,7 +1585,7 @@ def test_the_dev_token_issuer_is_the_documented_fake_key() -> None:
 def test_production_overlay_has_no_reflection_and_nothing_for_development() -> None:
     if _kustomize_command() is None:
         pytest.skip("neither kubectl nor kustomize is installed: the production overlay is not checked")
-    m = Manifests("build:overlays/production", _build("overlays/production"), rendered=True, complete=False)
+    m = Manifests("build:overlays/prod", _build("overlays/prod"), rendered=True, complete=False)
     assert not [_ref(doc) for doc in m.docs if _dev_only(doc)], "no development piece in production"
     assert not m.of_kind("Secret"), "production Secrets come from the secret manager"
     assert not m.of_kind("Certificate"), "the CA comes from the operator, not a self-signed bootstrap"
@@ -1541,6 +1645,8 @@ def test_call_graph_is_what_the_pods_address(manifests: Manifests) -> None:
             for address in value.split(",")
             if address.strip()
         ]
+        if SHARDS_FILE_VARIABLE in env:  # the rules shards' addresses, from the mounted ConfigMap
+            addresses += [a for shards in _rules_directory(manifests, workload).values() for a in shards]
         called = {resolve(manifests, address).workload for address in addresses}
         assert called == CALLS.get(name, set()), (
             f"{manifests.source}: {_ref(workload)} calls {sorted(called)}"

@@ -45,7 +45,7 @@ DASHBOARD = MONITORING / "grafana" / "skillclassics.json"
 K8S = ROOT / "deploy" / "k8s"
 BASE = K8S / "base"
 COMPONENT = K8S / "components" / "monitoring"
-PRODUCTION = K8S / "overlays" / "production"
+PRODUCTION = K8S / "overlays" / "prod"
 OPERATIONS = ROOT / "docs" / "operations.md"
 NAMESPACE = "skillclassics"
 
@@ -1223,7 +1223,7 @@ def test_the_production_overlay_has_the_monitoring() -> None:
             "neither kubectl nor kustomize is installed: the rendered production overlay is not checked"
         )
     docs = _rendered_production()
-    _check_every_service_scraped_once(docs, "overlays/production")
+    _check_every_service_scraped_once(docs, "overlays/prod")
     (rule,) = [doc for doc in docs if doc["kind"] == "PrometheusRule"]
     assert rule["spec"] == {"groups": _rule_groups()}
     for doc in docs:

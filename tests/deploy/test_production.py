@@ -68,14 +68,14 @@ from tests.deploy.test_manifests import (
 )
 from tests.deploy.test_monitoring import PROMETHEUS_RULE, SERVICE_MONITOR, Schema, validate
 
-PRODUCTION = K8S / "overlays" / "production"
+PRODUCTION = K8S / "overlays" / "prod"
 GATEWAY_API_COMPONENT = K8S / "components" / "gateway-api"
 
 KUBERNETES_VERSIONS = ("1.28", "1.30")
 """The oldest Kubernetes the manifests support (the pod-index label, docs/deployment.md) and the version
 they are pinned to; kubernetes-validate uses the newest bundled schemas not newer than each."""
 
-RENDERED = ("base", "overlays/dev", "dev+gateway-hpa", "overlays/production")
+RENDERED = ("base", "overlays/dev", "dev+gateway-hpa", "overlays/prod")
 """Every kustomize build tests/deploy/test_manifests.py checks; between them they include every component."""
 
 DATABASE_SECRET = {"name": "skillclassics-database", "key": "url"}
@@ -504,9 +504,7 @@ def test_every_kind_in_use_has_a_schema() -> None:
 
 def _production() -> Manifests:
     _require_kustomize()
-    return Manifests(
-        "build:overlays/production", _build("overlays/production"), rendered=True, complete=False
-    )
+    return Manifests("build:overlays/prod", _build("overlays/prod"), rendered=True, complete=False)
 
 
 def _base() -> Manifests:
@@ -764,7 +762,7 @@ def test_every_service_area_uses_tables_of_the_schema() -> None:
         assert all(t.startswith(prefix) for t in found), (where, found)
 
 
-@pytest.mark.parametrize("target", ["files:base", "build:overlays/production"])
+@pytest.mark.parametrize("target", ["files:base", "build:overlays/prod"])
 def test_the_migrate_job_migrates_every_services_tables(target: str) -> None:
     if target == "files:base":
         docs: list[Doc] = []

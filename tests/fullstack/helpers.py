@@ -20,6 +20,7 @@ from sqlalchemy import Select
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
+from clients.player import PlayerSession, RetryPolicy
 from libs.launcher import Stack
 from libs.runtime.config import sqlite_url
 from services.gateway.tokens import SigningKey, mint_token, token_key
@@ -28,6 +29,8 @@ MINUTE = 60_000
 READ_TIMEOUT = 15.0
 """How long a test waits for an update or a lobby event (generous: a loaded 2-core machine)."""
 Metadata = tuple[tuple[str, str], ...]
+OUTAGE_TOLERANT = RetryPolicy(unavailable_attempts=30, max_delay_s=1.0)
+"""A client that rides out a shard's restart (a few seconds): its calls retried with the same keys."""
 
 
 @dataclass(frozen=True)
@@ -300,3 +303,21 @@ async def live_lobby(platform: Platform, player: Player) -> Stream:
     assert first is not grpc.aio.EOF, "the lobby stream ended before it was subscribed"
     assert first.WhichOneof("event") == "subscribed", first
     return stream
+
+
+def session(platform: Platform, player: Player) -> PlayerSession:
+    """A ``clients.player`` session of ``player`` on the platform's gateway that rides out restarts."""
+    token = dict(player.metadata)["authorization"].removeprefix("Bearer ")
+    return PlayerSession(platform.stack.address("gateway"), token, retry=OUTAGE_TOLERANT)
+
+
+async def played_match(player_session: PlayerSession, family: str, match_id: str) -> mm_pb.PlayedMatch:
+    """``match_id`` in the player's match history once its result is there: the rules shard reports a
+    result to matchmaking from its outbox after the match ended, so the history may show the match still
+    unfinished for a moment after both players saw the end (up to :data:`READ_TIMEOUT`)."""
+    deadline = time.monotonic() + READ_TIMEOUT
+    while True:
+        [played] = [m for m in await player_session.match_history(family) if m.match_id == match_id]
+        if played.result.termination or time.monotonic() > deadline:
+            return played
+        await asyncio.sleep(0.1)

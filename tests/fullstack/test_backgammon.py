@@ -14,15 +14,8 @@ from skillclassics.backgammon.v1 import backgammon_pb2 as bg
 from skillclassics.matchmaking.v1 import matchmaking_pb2 as mm
 from skillclassics.rules.v1 import rules_pb2
 
-from clients.player import GatewayError, PlayerSession, RetryPolicy, is_over
-from tests.fullstack.helpers import Platform, Player
-
-PATIENT = RetryPolicy(unavailable_attempts=30, max_delay_s=1.0)
-
-
-def session(platform: Platform, player: Player) -> PlayerSession:
-    token = dict(player.metadata)["authorization"].removeprefix("Bearer ")
-    return PlayerSession(platform.stack.address("gateway"), token, retry=PATIENT)
+from clients.player import GatewayError, PlayerSession, is_over
+from tests.fullstack.helpers import Platform, played_match, session
 
 
 def choose(update: rules_pb2.MatchUpdate, rng: random.Random) -> str:
@@ -68,8 +61,8 @@ async def test_a_lobby_backgammon_game_is_played_over_play_streams_to_a_result(p
         for who in (host, guest):
             await who.whoami()  # the session records fairness per player
         options = rules_pb2.MatchOptions(backgammon=bg.BackgammonOptions(variant=bg.VARIANT_STANDARD))
-        # The lobby offers only SkillClassics tables: no cube, one game (000).
-        with pytest.raises(GatewayError, match="without the doubling cube") as refused:
+        # Lobby tables never use the doubling cube (RULES.md; docs/matchmaking.md).
+        with pytest.raises(GatewayError, match="never use the doubling cube") as refused:
             await host.create_table(
                 "backgammon",
                 options=rules_pb2.MatchOptions(backgammon=bg.BackgammonOptions(cube=True)),
@@ -119,5 +112,5 @@ async def test_a_lobby_backgammon_game_is_played_over_play_streams_to_a_result(p
 
         # Matchmaking recorded the one result for both players.
         for player_session in (host, guest):
-            [played] = [m for m in await player_session.match_history("backgammon") if m.match_id == match_id]
+            played = await played_match(player_session, "backgammon", match_id)
             assert (played.result.termination, played.result.winner) == (result.termination, result.winner)

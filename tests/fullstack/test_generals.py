@@ -18,16 +18,9 @@ from skillclassics.rules.v1 import rules_pb2
 
 from clients.bot import play_match
 from clients.families import family
-from clients.player import GatewayError, PlayerSession, RetryPolicy
+from clients.player import GatewayError
 from libs.engines.generals import ARMY, HOME, placements_text, setup_to_formation
-from tests.fullstack.helpers import Platform, Player
-
-PATIENT = RetryPolicy(unavailable_attempts=30, max_delay_s=1.0)
-
-
-def session(platform: Platform, player: Player) -> PlayerSession:
-    token = dict(player.metadata)["authorization"].removeprefix("Bearer ")
-    return PlayerSession(platform.stack.address("gateway"), token, retry=PATIENT)
+from tests.fullstack.helpers import Platform, played_match, session
 
 
 def opposing_ranks(update: rules_pb2.MatchUpdate, seat: int) -> list[str]:
@@ -109,5 +102,5 @@ async def test_a_generals_game_through_the_gateway_never_shows_a_player_an_oppos
         assert fairness is not None
         assert ("first", 0) in fairness.draws
         for player_session in (host, guest):
-            [played] = [m for m in await player_session.match_history("generals") if m.match_id == match_id]
+            played = await played_match(player_session, "generals", match_id)
             assert played.result.termination == results[0].result.termination

@@ -16,20 +16,12 @@ from sqlalchemy import select
 
 from clients.bot import play_match
 from clients.families import family
-from clients.player import PlayerSession, RetryPolicy
 from libs.persistence.schema import match_events
-from tests.fullstack.helpers import Platform, Player
+from tests.fullstack.helpers import Platform, played_match, session
 
 ACTIONS_BEFORE_THE_CRASH = 6
 MAX_PLIES = 400
 """The bots' cap (the one to move resigns past it), so that a long match still ends in the test's time."""
-OUTAGE_TOLERANT = RetryPolicy(unavailable_attempts=30, max_delay_s=1.0)
-"""A client that rides out a shard's restart (a few seconds): its calls retried with the same keys."""
-
-
-def session(platform: Platform, player: Player) -> PlayerSession:
-    token = dict(player.metadata)["authorization"].removeprefix("Bearer ")
-    return PlayerSession(platform.stack.address("gateway"), token, retry=OUTAGE_TOLERANT)
 
 
 async def test_a_gin_match_survives_a_shard_crash_and_ends_with_a_proof_both_players_verify(
@@ -117,7 +109,7 @@ async def test_a_gin_match_survives_a_shard_crash_and_ends_with_a_proof_both_pla
 
         # Matchmaking recorded the one result for both players.
         for player_session in (host, guest):
-            [played] = [m for m in await player_session.match_history("gin") if m.match_id == match_id]
+            played = await played_match(player_session, "gin", match_id)
             assert (played.result.termination, played.result.winner) == (
                 results[0].result.termination,
                 results[0].result.winner,

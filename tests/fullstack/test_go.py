@@ -20,18 +20,11 @@ from sqlalchemy import select
 
 from clients.bot import play_match
 from clients.families import family
-from clients.player import GatewayError, PlayerSession, RetryPolicy
+from clients.player import GatewayError
 from libs.persistence.schema import match_events
-from tests.fullstack.helpers import Platform, Player
+from tests.fullstack.helpers import Platform, played_match, session
 
 MOVES_BEFORE_THE_CRASH = 12
-OUTAGE_TOLERANT = RetryPolicy(unavailable_attempts=30, max_delay_s=1.0)
-"""A client that rides out a shard's restart (a few seconds): its calls retried with the same keys."""
-
-
-def session(platform: Platform, player: Player) -> PlayerSession:
-    token = dict(player.metadata)["authorization"].removeprefix("Bearer ")
-    return PlayerSession(platform.stack.address("gateway"), token, retry=OUTAGE_TOLERANT)
 
 
 async def test_a_9x9_go_game_survives_a_shard_crash_and_ends_by_the_agreed_count(platform: Platform) -> None:
@@ -129,5 +122,5 @@ async def test_a_9x9_go_game_survives_a_shard_crash_and_ends_by_the_agreed_count
 
         # Matchmaking recorded the one result for both players.
         for player_session in (host, guest):
-            [played] = [m for m in await player_session.match_history("go") if m.match_id == match_id]
+            played = await played_match(player_session, "go", match_id)
             assert (played.result.termination, played.result.winner) == (result.termination, result.winner)

@@ -5,7 +5,9 @@ connection; one rules-chess shard is killed with SIGKILL and restarted as the sa
 shard's match plays on without noticing; then a gateway is killed and the players who were on it go on
 through the other gateway from their last sequence, with no gap and no repeat. Placement skips the dead
 shard while it is down, and a third chess shard started meanwhile (appended to the shards file, nothing
-restarted) takes the next matches.
+restarted) takes the next matches. Matchmaking runs as two replicas, and the gateways spread lobby calls
+over both; the pairing leader is killed with SIGKILL and the other one pairs the next quick-match players
+within the lease, while tables are made and joined through the same gateways.
 
 Each client's channel lists both gateways, its own first (gRPC's ``pick_first``: the first that answers),
 as a client behind a DNS name with several addresses does: when its gateway goes away, its streams
@@ -19,6 +21,7 @@ import asyncio
 import random
 import signal
 import time
+import urllib.request
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +29,7 @@ from pathlib import Path
 import grpc
 import pytest
 import pytest_asyncio
+from prometheus_client.parser import text_string_to_metric_families
 from skillclassics.matchmaking.v1 import matchmaking_pb2 as mm
 from skillclassics.rules.v1 import rules_pb2
 from sqlalchemy import select
@@ -34,21 +38,24 @@ from sqlalchemy.pool import NullPool
 
 from clients.bot import GameResult, play_match
 from clients.families import family
-from clients.player import MatchStream, PlayerSession, RetryPolicy
-from libs.launcher import Stack, StartError, available_services, find_free_port_offset, scale_out
+from clients.player import MatchStream, PlayerSession
+from libs.launcher import Stack, available_services, scale_out
 from libs.match.ids import MatchId
-from libs.persistence.schema import match_events
+from libs.persistence.schema import match_events, mm_leases
 from libs.runtime.config import sqlite_url
 from services.gateway.tokens import mint_token, token_key
+from services.matchmaking.matchmaker import PAIRING_LEASE
 from tests.conftest import create_postgres_database, drop_postgres_database
+from tests.fullstack.helpers import OUTAGE_TOLERANT, played_match
+from tests.fullstack.stack import stack_env, start_stack
 
 pytestmark = [pytest.mark.postgres, pytest.mark.long, pytest.mark.timeout(480)]
 
 SERVICES = ("fairness", "clock", "rules-chess", "rules-gin", "matchmaking", "gateway")
-OUTAGE_TOLERANT = RetryPolicy(unavailable_attempts=30, max_delay_s=1.0)
-"""A client that rides out a shard's restart or a gateway's loss: calls retried with the same keys."""
 MOVE_DELAY_S = 0.1
 """The bots' pace: the matches are still being played when the faults come."""
+LEASE_MS = 2_000
+"""Matchmaking's pairing lease: a dead leader's is taken over once it has run out."""
 
 
 @dataclass
@@ -56,6 +63,8 @@ class Scaled:
     stack: Stack
     database_url: str
     gateways: list[str]
+    killed: set[str] = field(default_factory=lambda: {"gateway-1"})
+    """The processes killed on purpose and left down."""
 
     def database(self, service: str) -> str:
         return self.database_url or sqlite_url(self.stack.data_dir / f"{service}.db")
@@ -68,35 +77,23 @@ async def scaled(tmp_path: Path) -> AsyncIterator[Scaled]:
         [spec for spec in available_services() if spec.name in SERVICES],
         shards={"chess": 2, "gin": 2},
         gateways=2,
+        matchmakers=2,
     )
-    env = {
-        "SKILLCLASSICS_ENV": "development",
-        "GRPC_HOST": "127.0.0.1",
-        "MIGRATE_ON_START": "true",
-        "LOG_FORMAT": "json",
-        "DATABASE_URL": database_url,
+    env = stack_env(
+        database_url,
         # Placement sees a shard die or appear within a fraction of a second (defaults: 1 s and 2 s).
-        "RULES_PLACEMENT_PROBE_MS": "300",
-        "RULES_SHARDS_REFRESH_MS": "300",
-    }
+        RULES_PLACEMENT_PROBE_MS="300",
+        RULES_SHARDS_REFRESH_MS="300",
+        MATCHMAKING_LEASE_MS=str(LEASE_MS),
+    )
     try:
-        for attempt in range(3):
-            stack = Stack(
-                specs, port_offset=find_free_port_offset(specs), data_dir=tmp_path, echo=False, env=env
-            )
-            try:
-                await stack.start()
-            except StartError as error:
-                if "already in use" in error.reason and attempt < 2:
-                    continue
-                raise
-            break
+        stack = await start_stack(env, str(tmp_path), specs)
+        scaled = Scaled(stack, database_url, [stack.address("gateway"), stack.address("gateway-1")])
         try:
-            yield Scaled(stack, database_url, [stack.address("gateway"), stack.address("gateway-1")])
+            yield scaled
         finally:
             exits = await stack.stop()
-        killed = {"gateway-1"}  # killed on purpose and left down
-        assert all(code == 0 for name, code in exits.items() if name not in killed), exits
+        assert all(code == 0 for name, code in exits.items() if name not in scaled.killed), exits
     finally:
         await drop_postgres_database(name)
 
@@ -288,8 +285,7 @@ async def test_matches_spread_over_shards_and_survive_a_shard_kill_and_a_gateway
         assert at_crash in rows
         # Matchmaking recorded the one result for both players of each match.
         for c, match_id, result in ((ann, x_id, results[0]), (y_host, y_id, other_results[0])):
-            history = await c.session.match_history("chess")
-            [played] = [m for m in history if m.match_id == match_id]
+            played = await played_match(c.session, "chess", match_id)
             assert (played.result.termination, played.result.winner) == (
                 result.result.termination,
                 result.result.winner,
@@ -311,12 +307,83 @@ async def test_matches_spread_over_shards_and_survive_a_shard_kill_and_a_gateway
         ended = (await guest.session.get_match(on_new_shard)).update
         assert ended.result.termination != rules_pb2.TERMINATION_UNSPECIFIED  # resigned (or aborted)
         assert {name: stack.pid(name) for name in pids} == pids
+
+        # 4. Matchmaking's two replicas: the gateways sent lobby calls to both. The pairing leader is
+        # killed with SIGKILL; two players queue through the gateways, the other replica takes the lease
+        # and pairs them within it, and a table is made and joined as before.
+        served = [await lobby_calls(stack, name) for name in ("matchmaking", "matchmaking-1")]
+        assert all(calls > 0 for calls in served), served  # (about 30 tables made and joined so far)
+        leader = await pairing_leader(scaled)
+        q1, q2 = await client(scaled, "quick", 0), await client(scaled, "match", 1)
+        clients.extend((q1, q2))
+        async with q1.session.lobby() as lobby1, q2.session.lobby() as lobby2:
+            assert await stack.kill(leader) == -signal.SIGKILL
+            scaled.killed.add(leader)
+            killed_at = time.monotonic()
+            await asyncio.sleep(0.5)  # (a call already on its way to the dead replica fails UNAVAILABLE)
+            for player in (q1, q2):
+                await player.session.enter_queue(
+                    "chess", options=fam.options({}), time_control=fam.time_control(5)
+                )
+            async with asyncio.timeout(LEASE_MS / 1000 + 10):
+                ready = [await lobby1.match_ready(), await lobby2.match_ready()]
+            paired_after_s = time.monotonic() - killed_at
+        assert ready[0].match_id == ready[1].match_id
+        assert {ready[0].opponent_id, ready[1].opponent_id} == {q1.player_id, q2.player_id}
+        assert paired_after_s < LEASE_MS / 1000 + 5, paired_after_s
+        assert await pairing_leader(scaled) != leader
+        await q1.session.resign(ready[0].match_id)
+        host, guest = await client(scaled, "late-host", 0), await client(scaled, "late-guest", 1)
+        clients.extend((host, guest))
+        late = await new_match(scaled, "chess", host, guest)  # tables: the surviving replica alone
+        assert (await guest.session.get_match(late, wait_s=10)).update.match_id == late
+        for player in (q1, q2):  # each paired once: one quick-match row each
+            quick = [m for m in await player.session.match_history("chess") if not m.table_id]
+            assert [m.match_id for m in quick] == [ready[0].match_id]
     finally:
         for c in clients:
             for stream in c.streams:
                 stream.close()
             await c.session.close()
             await c.channel.close()
+
+
+async def lobby_calls(stack: Stack, name: str) -> float:
+    """How many CreateTable and JoinTable calls matchmaking replica ``name`` has answered (its metrics)."""
+
+    def scrape() -> str:
+        with urllib.request.urlopen(stack.metrics_url(name), timeout=5) as reply:
+            return str(reply.read().decode())
+
+    calls = 0.0
+    for metric in text_string_to_metric_families(await asyncio.to_thread(scrape)):
+        for sample in metric.samples:
+            if sample.name == "grpc_server_handled_total" and sample.labels.get("grpc_method") in (
+                "CreateTable",
+                "JoinTable",
+            ):
+                calls += sample.value
+    return calls
+
+
+async def pairing_leader(scaled: Scaled) -> str:
+    """The matchmaking replica holding the pairing lease now (its holder names the process id)."""
+    engine = create_async_engine(scaled.database_url, poolclass=NullPool)
+    try:
+        async with asyncio.timeout(20):
+            while True:
+                async with engine.connect() as conn:
+                    row = (
+                        await conn.execute(select(mm_leases).where(mm_leases.c.name == PAIRING_LEASE))
+                    ).first()
+                if row is not None and row.expires_at_ms > time.time() * 1000:
+                    pid = int(row.holder.split("/")[1])
+                    for spec in scaled.stack.replicas("matchmaking"):
+                        if scaled.stack.pid(spec.name) == pid:
+                            return spec.name
+                await asyncio.sleep(0.1)
+    finally:
+        await engine.dispose()
 
 
 async def scaled_rows(scaled: Scaled, match_id: str) -> list[int]:

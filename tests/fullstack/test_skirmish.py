@@ -20,17 +20,8 @@ from sqlalchemy import select
 
 from clients.bot import play_match
 from clients.families import family
-from clients.player import PlayerSession, RetryPolicy
 from libs.persistence.schema import match_events
-from tests.fullstack.helpers import Platform, Player
-
-OUTAGE_TOLERANT = RetryPolicy(unavailable_attempts=30, max_delay_s=1.0)
-"""A client that rides out a shard's restart (a few seconds): its calls retried with the same keys."""
-
-
-def session(platform: Platform, player: Player) -> PlayerSession:
-    token = dict(player.metadata)["authorization"].removeprefix("Bearer ")
-    return PlayerSession(platform.stack.address("gateway"), token, retry=OUTAGE_TOLERANT)
+from tests.fullstack.helpers import Platform, played_match, session
 
 
 async def test_skirmish_chess_survives_a_shard_crash_in_a_duel_and_its_setups_are_proved(
@@ -126,5 +117,5 @@ async def test_skirmish_chess_survives_a_shard_crash_in_a_duel_and_its_setups_ar
 
         # Matchmaking recorded the one result for both players.
         for player_session in (host, guest):
-            [played] = [m for m in await player_session.match_history("chess") if m.match_id == match_id]
+            played = await played_match(player_session, "chess", match_id)
             assert (played.result.termination, played.result.winner) == (result.termination, result.winner)

@@ -3,7 +3,6 @@ holds, held against each other. Each check is a pure function of the :class:`Evi
 
 from __future__ import annotations
 
-import importlib
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -12,9 +11,11 @@ from typing import Any
 from skillclassics.rules.v1 import rules_pb2
 
 from libs.match.actor import rebuild
+from libs.match.family import Family
 from libs.match.model import MatchRecord
 from libs.match.store import event_from_row
 from libs.ratings import DRAW, LOSS, WIN, PlayerRating, rate
+from services.families import rules_families
 from tools.chaos.config import (
     DOWNTIME_CHARGE_BOUND_MS,
     FAMILIES,
@@ -27,15 +28,6 @@ from tools.chaos.schedule import POSTGRES
 
 SHOWN = 8
 """Details shown per failed check (the rest are counted)."""
-
-FAMILY_CLASSES: Mapping[str, str] = {
-    "chess": "services.rules_chess.family:ChessFamily",
-    "gin": "services.rules_gin.family:GinFamily",
-    "backgammon": "services.rules_backgammon.family:BackgammonFamily",
-    "go": "services.rules_go.family:GoFamily",
-    "generals": "services.rules_generals.family:GeneralsFamily",
-}
-"""Each family's rules (to replay logs), ``module:class``."""
 
 
 @dataclass(slots=True)
@@ -134,14 +126,9 @@ def acks_logged_once(ev: Evidence) -> CheckResult:
     )
 
 
-_families: dict[str, Any] = {}
-
-
-def _family(name: str) -> Any:
-    if name not in _families:
-        module, _, cls = FAMILY_CLASSES[name].partition(":")
-        _families[name] = getattr(importlib.import_module(module), cls)()
-    return _families[name]
+def _family(name: str) -> Family:
+    """The family's rules, to replay its logs (its own declaration: ``services.families``)."""
+    return rules_families()[name]
 
 
 def replay(family_name: str, rows: list[dict[str, Any]]) -> MatchRecord:

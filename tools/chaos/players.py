@@ -88,6 +88,8 @@ EXPLAINED = frozenset(
 )
 """Refusals that are only counted; any other is also listed, with its reason
 (:attr:`Recorder.odd_refusals`)."""
+EXPLAINED_ENDS = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
+"""How a match stream may end when a service restarts; any other end is recorded with its details."""
 GIVE_UP_S = 90.0
 """How long one call is retried before the player gives up on it."""
 SILENCE_NOTED_MS = 2_000
@@ -128,6 +130,9 @@ class StreamLog:
     ended_ms: int | None = None
     door: str = WATCH
     """:data:`WATCH` (a ``WatchMatch`` call) or :data:`PLAY` (a ``Play`` call)."""
+    detail: str = ""
+    """For an end a restart does not explain (``INTERNAL``, ``UNKNOWN``...): the status's details and grpc's
+    debug string, to tell a server's refusal from the client library's own."""
 
     def message(self, at_ms: int) -> None:
         self._silence(at_ms)
@@ -203,6 +208,8 @@ class _RecordedCall:
                 yield response
         except grpc.aio.AioRpcError as error:
             self.log.finish(error.code().name, now_ms())
+            if error.code() not in EXPLAINED_ENDS:
+                self.log.detail = f"{error.details()} ({error.debug_error_string()})"[:500]
             raise
         self.log.finish("OK", now_ms())
 

@@ -58,6 +58,9 @@ class ChaosReport:
             doors[door] = {
                 "streams": len(streams),
                 "stream_ends": dict(sorted(Counter(s.end or "open" for s in streams).items())),
+                "unexplained_ends": [
+                    f"{s.end} {s.ended_ms} {s.match_id}: {s.detail}" for s in streams if s.detail
+                ],
                 "actions_acknowledged": sum(1 for a in self.recorder.acks if a.door == door),
             }
         return {
@@ -134,6 +137,11 @@ class ChaosReport:
             lines.append("refusals: " + ", ".join(f"{k} x{v}" for k, v in figures["refusals"].items()))
         for odd in self.recorder.odd_refusals[:10]:
             lines.append(f"unexplained refusal: {odd}")
+        for stream in [s for s in self.recorder.streams if s.detail][:10]:
+            lines.append(
+                f"stream ended {stream.end} ({DOOR_NAMES[stream.door]}, {stream.match_id}, "
+                f"{stream.ended_ms}): {stream.detail}"
+            )
         for failure in self.recorder.failures[:10]:
             lines.append(f"player failure: {failure}")
         lines.append("")

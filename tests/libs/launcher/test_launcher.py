@@ -17,6 +17,8 @@ import pytest
 from skillclassics.fairness.v1 import fairness_pb2, fairness_pb2_grpc
 
 from libs.launcher import (
+    SERVICES,
+    TEST_PORT_OFFSETS,
     Stack,
     StartError,
     check_health,
@@ -26,10 +28,13 @@ from libs.launcher import (
     parse_shards,
     scale_out,
     service_spec,
+    shifted_ports,
+    worker_port_offsets,
 )
+from libs.launcher.stack import _all_or_none, _stages
 from libs.runtime.ports import DEFAULT_PORTS, REPLICA_PORT_STRIDE, ServicePorts, replica_ports
 from tests.conftest import create_postgres_database, drop_postgres_database
-from tests.support import backend_channel
+from tests.support import backend_channel, stack_port_offset
 
 FAIRNESS = service_spec("fairness")
 REPO = Path(__file__).resolve().parents[3]
@@ -46,7 +51,7 @@ def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def port_offset() -> int:
-    return find_free_port_offset([FAIRNESS])
+    return stack_port_offset([FAIRNESS])
 
 
 async def commit(address: str, match_id: str) -> str:
@@ -259,6 +264,55 @@ def test_scale_out_names_replicas_and_keeps_the_start_order() -> None:
         scale_out(services, shards={"go": 2})
 
 
+def test_a_stage_starts_together_after_the_stages_it_calls() -> None:
+    """The clock and fairness first, then every rules shard side by side, then matchmaking, then every
+    gateway: each service after the services it calls, and the services of a stage, which do not call
+    each other, together."""
+    scaled = scale_out(SERVICES, shards=2, gateways=2, clock_shards=2)
+    stages = [[spec.name for spec in stage] for stage in _stages(scaled)]
+    assert stages[0] == ["fairness", "clock", "clock-1"]
+    assert stages[1] == [spec.name for spec in scaled if spec.kind.startswith("rules-")]
+    assert len(stages[1]) == 2 * sum(1 for spec in SERVICES if spec.kind.startswith("rules-"))
+    assert stages[2:] == [["matchmaking"], ["gateway", "gateway-1"]]
+    assert [spec for stage in _stages(scaled) for spec in stage] == list(scaled)  # the order kept
+
+
+async def test_a_stage_that_fails_cancels_its_other_starts() -> None:
+    started: list[str] = []
+    cancelled: list[str] = []
+
+    async def start(name: str, fails: bool) -> None:
+        started.append(name)
+        try:
+            await asyncio.sleep(0.05 if fails else 10)
+        except asyncio.CancelledError:
+            cancelled.append(name)
+            raise
+        raise RuntimeError(f"{name} did not start")
+
+    with pytest.raises(RuntimeError, match="b did not start"):
+        await _all_or_none([start("a", False), start("b", True), start("c", False)])
+    assert started == ["a", "b", "c"]  # side by side
+    assert sorted(cancelled) == ["a", "c"]
+
+
+def test_test_workers_pick_ports_in_ranges_of_their_own_outside_the_ephemeral_range() -> None:
+    """Two pytest-xdist workers never pick overlapping offsets; every port of a test stack (a scaled one
+    too) lies outside Linux's ephemeral range, where outgoing connections and ``bind(0)`` take ports."""
+    ranges = [worker_port_offsets(worker, 2) for worker in range(2)]
+    assert ranges[0][1] <= ranges[1][0]
+    assert (ranges[0][0], ranges[-1][1]) == TEST_PORT_OFFSETS
+    scaled = scale_out(SERVICES, shards=2, gateways=2, clock_shards=2)
+    for worker in range(2):
+        offset = find_free_port_offset(scaled, within=ranges[worker])
+        assert ranges[worker][0] <= offset < ranges[worker][1]
+        for spec in scaled:
+            ports = shifted_ports(spec.kind, offset, spec.replica)
+            for port in (ports.grpc, ports.metrics, ports.health):
+                assert not 32768 <= port <= 60999, (spec.name, port)
+                assert port < 65536
+
+
 def test_parse_shards() -> None:
     assert parse_shards("") == 1
     assert parse_shards("2") == 2
@@ -287,26 +341,29 @@ def test_replica_ports_follow_the_documented_stride() -> None:
 def test_a_scaled_stack_wires_every_shard() -> None:
     services = [service_spec(name) for name in ("fairness", "clock", "rules-chess", "rules-gin")]
     services += [service_spec("matchmaking"), service_spec("gateway")]
-    scaled = scale_out(services, shards={"chess": 3, "gin": 2}, gateways=2, clock_shards=2)
+    scaled = scale_out(services, shards={"chess": 3, "gin": 2}, gateways=2, clock_shards=2, matchmakers=2)
     stack = Stack(scaled, port_offset=1000, data_dir="unused", echo=False)
+    matchmakers = ",".join(stack.address(name) for name in ("matchmaking", "matchmaking-1"))
+    assert matchmakers == "127.0.0.1:51051,127.0.0.1:51251"
     chess = [f"127.0.0.1:{50060 + 1000 + 200 * n}" for n in range(3)]
     gin = [f"127.0.0.1:{50062 + 1000 + 200 * n}" for n in range(2)]
     clocks = [f"127.0.0.1:{50053 + 1000 + 200 * n}" for n in range(2)]
     assert [stack.address(name) for name in ("rules-chess", "rules-chess-1", "rules-chess-2")] == chess
     assert stack.health_address("gateway-1") == "127.0.0.1:51350"
     assert stack.metrics_url("rules-gin-1") == "http://127.0.0.1:10362/metrics"
-    for router in ("matchmaking", "gateway", "gateway-1"):
+    for router in ("matchmaking", "matchmaking-1", "gateway", "gateway-1"):
         env = stack.environment(router)
         assert env["RULES_CHESS_ADDRESSES"] == ",".join(chess)
         assert env["RULES_GIN_ADDRESSES"] == ",".join(gin)
-    assert stack.environment("gateway-1")["MATCHMAKING_ADDRESS"] == stack.address("matchmaking")
+    assert stack.environment("gateway-1")["MATCHMAKING_ADDRESS"] == matchmakers  # every replica
     assert stack.environment("gateway-1")["GRPC_PORT"] == "51250"
     for shard in range(3):
         env = stack.environment("rules-chess" if shard == 0 else f"rules-chess-{shard}")
         assert env["RULES_SHARD"] == str(shard)
         assert env["CLOCK_ADDRESS"] == clocks[shard % 2]  # rules shard n: clock shard n mod 2
-        assert env["MATCHMAKING_ADDRESS"] == stack.address("matchmaking")
+        assert env["MATCHMAKING_ADDRESS"] == matchmakers
     assert stack.environment("clock-1")["CLOCK_SHARD"] == "1"
+    assert "RULES_SHARD" not in stack.environment("matchmaking-1")
     assert stack._identity("rules-chess-2") == "rules-chess-2"  # its certificate: the shard's pod name
     assert stack._identity("gateway-1") == "gateway"
     assert [spec.name for spec in stack.replicas("rules-gin")] == ["rules-gin", "rules-gin-1"]
@@ -332,6 +389,10 @@ async def test_cli_refuses_shards_on_sqlite(tmp_path: Path) -> None:
     returncode, lines = await finish(process)
     assert returncode == 2
     assert "set DATABASE_URL to a PostgreSQL database" in "\n".join(lines)
+    process = await launch_args("--data-dir", str(tmp_path), MATCHMAKERS="2")
+    returncode, lines = await finish(process)
+    assert returncode == 2
+    assert "several processes of matchmaking share one store" in "\n".join(lines)
     process = await launch_args("--data-dir", str(tmp_path), "--gateways", "x")
     returncode, lines = await finish(process)
     assert returncode == 2
@@ -341,8 +402,10 @@ async def test_cli_refuses_shards_on_sqlite(tmp_path: Path) -> None:
 @pytest.mark.postgres
 async def test_cli_starts_shards_gateways_and_clock_shards_on_postgresql(tmp_path: Path) -> None:
     services = ["fairness", "clock", "rules-chess", "matchmaking", "gateway"]
-    specs = scale_out([service_spec(name) for name in services], shards=2, gateways=2, clock_shards=2)
-    offset = find_free_port_offset(specs)
+    specs = scale_out(
+        [service_spec(name) for name in services], shards=2, gateways=2, clock_shards=2, matchmakers=2
+    )
+    offset = stack_port_offset(specs)
     name, url = await create_postgres_database("sc_launcher")
     try:
         process = await launch_args(
@@ -355,11 +418,12 @@ async def test_cli_starts_shards_gateways_and_clock_shards_on_postgresql(tmp_pat
             "2",
             SHARDS="2",
             GATEWAYS="2",
+            MATCHMAKERS="2",
             DATABASE_URL=url,
             MIGRATE_ON_START="true",
         )
         try:
-            shown = await read_until(process, "Ctrl-C stops the stack.", 120)  # 10 processes, one by one
+            shown = await read_until(process, "Ctrl-C stops the stack.", 120)  # 11 processes, in stages
             output = "\n".join(shown)
             for spec in specs:  # every process, its own ports
                 ports = replica_ports(spec.kind, spec.replica, offset)
@@ -370,6 +434,8 @@ async def test_cli_starts_shards_gateways_and_clock_shards_on_postgresql(tmp_pat
             assert f"rules-chess: 0=127.0.0.1:{chess[0]}, 1=127.0.0.1:{chess[1]}" in output
             gateways = [replica_ports("gateway", n, offset).grpc for n in range(2)]
             assert f"any gateway: 127.0.0.1:{gateways[0]}, 127.0.0.1:{gateways[1]}" in output
+            matchmakers = [replica_ports("matchmaking", n, offset).grpc for n in range(2)]
+            assert f"over them): 127.0.0.1:{matchmakers[0]}, 127.0.0.1:{matchmakers[1]}" in output
         finally:
             process.send_signal(signal.SIGINT)
         returncode, rest = await finish(process, 120)

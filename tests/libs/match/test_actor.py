@@ -236,8 +236,9 @@ async def test_a_caller_who_goes_away_mid_commit_leaves_the_match_consistent(mig
     assert reply.sequence == 3
     retried = await actor.submit(0, "k0", EventKind.ACTION, _move("e4"))  # the hung-up client retries
     assert retried.sequence == 2
-    log = await MatchStore(db, "chess", "0").load_log("chess.0.hangup")
+    log = await store.load_log("chess.0.hangup")
     assert [e.sequence for e in log] == [1, 2, 3]
+    await store.close()
     await db.dispose()
 
 

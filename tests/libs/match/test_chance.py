@@ -24,10 +24,9 @@ from libs.match.actor import MatchActor, rebuild
 from libs.match.chance import ChanceUnavailable
 from libs.match.family import JsonObject, LobbyClocks
 from libs.match.model import EventKind, MatchEvent, MatchRecord, MatchSetup
-from libs.match.store import MatchStore
-from libs.persistence import Database
 from libs.runtime.errors import FailedPrecondition
 from libs.runtime.timesource import ServiceTime
+from tests.libs.match.stores import open_store
 from tests.libs.match.test_actor import NoWakeUps
 
 
@@ -175,7 +174,7 @@ def _created(match_id: str, now: int, seed_window_ms: int = 0) -> MatchEvent:
 
 
 async def _actor(url: str, match_id: str, dice: Dice, seed_window_ms: int = 0) -> MatchActor:
-    store = MatchStore(Database(url), "race", "0")
+    store = open_store(url, "race")
     event = _created(match_id, ServiceTime().now_ms(), seed_window_ms)
     await store.create(event)
     actor = MatchActor(FAMILY, [event], store, NoWakeUps(), ServiceTime(), chance=dice)  # type: ignore[arg-type]
@@ -198,7 +197,7 @@ async def test_draws_are_logged_after_the_action_and_replayed_without_a_new_draw
     assert actor.record.outcome.winner == 1
     assert [c.index for c in dice.calls] == [0, 1, 2, 3]
     # The stored log rebuilds the same game; the source is not asked again.
-    stored = await MatchStore(Database(migrated_url), "race", "0").load_log("race.0.logged")
+    stored = await open_store(migrated_url, "race").load_log("race.0.logged")
     assert rebuild(FAMILY, stored).game == actor.record.game
     assert len(dice.calls) == 4
     # What a watcher sees of a draw is its description, never more than the engine's view.
@@ -235,7 +234,7 @@ async def test_a_restart_with_a_draw_pending_obtains_it_on_start(migrated_url: s
     actor = await _actor(migrated_url, "race.0.restart", dice)
     await actor.submit(0, "k1", EventKind.ACTION, {"action": {"roll": True}})
     actor.close()
-    store = MatchStore(Database(migrated_url), "race", "0")
+    store = open_store(migrated_url, "race")
     events = await store.load_log("race.0.restart")
     assert [e.kind for e in events] == [EventKind.CREATED, EventKind.ACTION]
     back = Dice()
@@ -249,7 +248,7 @@ async def test_readers_racing_a_creation_share_its_one_actor(migrated_url: str) 
     from libs.match.runtime import MatchRuntime
     from libs.runtime.errors import NotFound
 
-    store = MatchStore(Database(migrated_url), "race", "0")
+    store = open_store(migrated_url, "race")
     runtime = MatchRuntime(FAMILY, 0, store, NoWakeUps(), ServiceTime(), chance=Dice())  # type: ignore[arg-type]
     setup = MatchSetup.from_json(_created("race.0.racing", ServiceTime().now_ms()).payload)
 

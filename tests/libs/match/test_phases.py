@@ -30,9 +30,8 @@ from libs.engines.base import (
 from libs.match.actor import MatchActor, rebuild
 from libs.match.family import JsonObject, LobbyClocks
 from libs.match.model import Due, EventKind, MatchEvent, MatchRecord, created, resumed, step
-from libs.match.store import MatchStore
-from libs.persistence import Database
 from libs.runtime.timesource import ServiceTime
+from tests.libs.match.stores import open_store
 from tests.libs.match.test_actor import NoWakeUps
 
 T0 = 1_700_000_000_000
@@ -304,7 +303,7 @@ class SteppedTime(ServiceTime):
 async def test_the_actor_logs_the_deadline_when_it_wakes_and_the_log_replays_it(migrated_url: str) -> None:
     time = SteppedTime(T0)
     wake_ups = NoWakeUps()
-    store = MatchStore(Database(migrated_url), "relay", "0")
+    store = open_store(migrated_url, "relay")
     created_event = new_match().last_event
     await store.create(created_event)
     actor = MatchActor(FAMILY, [created_event], store, wake_ups, time)  # type: ignore[arg-type]

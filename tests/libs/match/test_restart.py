@@ -213,10 +213,13 @@ async def test_a_closed_runtime_hands_out_no_actor_and_a_closed_actor_takes_no_w
     match_id = "chess.0.closed"
     await _create(runtime, match_id, shard.time)
     actor = await runtime.get(match_id)
+    assert runtime.live_count() == 1
     await runtime.close()
     shard.runtime = None
     with pytest.raises(Unavailable, match="not serving right now"):
         await runtime.get(match_id)
+    with pytest.raises(Unavailable, match="not serving right now"):
+        runtime.live_count()  # placement must not believe a load the closed runtime no longer serves
     with pytest.raises(Unavailable, match="not serving right now"):
         await runtime.get("chess.0.unknown")  # not even read from the log
     with pytest.raises(Unavailable):
@@ -225,5 +228,6 @@ async def test_a_closed_runtime_hands_out_no_actor_and_a_closed_actor_takes_no_w
         await anext(aiter(actor.watch(0)))
 
     runtime = await shard.start()  # the new runtime serves the match, watchers included
+    assert runtime.live_count() == 1
     first = await anext(aiter((await runtime.get(match_id)).watch(0)))
     assert first.sequence >= 1

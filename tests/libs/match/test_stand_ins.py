@@ -23,11 +23,10 @@ from libs.match.actor import MatchActor, rebuild
 from libs.match.family import PlaysForAbsentSeats
 from libs.match.model import EventKind, MatchEvent, MatchRecord, MatchSetup, created, step
 from libs.match.results import result_proto, settlement
-from libs.match.store import MatchStore
-from libs.persistence import Database
 from services.rules_backgammon.family import BackgammonFamily
 from services.rules_chess.family import ChessFamily
 from services.rules_gin.family import GinFamily
+from tests.libs.match.stores import open_store
 from tests.libs.match.test_actor import NoWakeUps
 from tests.libs.match.test_phases import SteppedTime
 
@@ -239,7 +238,7 @@ class SixFive:
 
 async def test_the_actor_plays_an_absent_seat_until_its_player_is_back(migrated_url: str) -> None:
     time = SteppedTime(T0)
-    store = MatchStore(Database(migrated_url), "backgammon", "0")
+    store = open_store(migrated_url, "backgammon")
     event = MatchEvent(
         1, EventKind.CREATED, T0, setup(match_id="backgammon.0.actor").to_json(), None, "create"
     )
@@ -288,7 +287,7 @@ class Deals:
 async def test_the_same_mechanism_plays_gin_rummy_for_an_absent_seat(migrated_url: str) -> None:
     gin = GinFamily()
     time = SteppedTime(T0)
-    store = MatchStore(Database(migrated_url), "gin", "0")
+    store = open_store(migrated_url, "gin")
     gin_setup = MatchSetup(
         match_id="gin.0.ghost",
         family="gin",

@@ -4,13 +4,13 @@ name) and its downgrade removes it, leaving the rest."""
 from __future__ import annotations
 
 import pytest
-from alembic import command
 from sqlalchemy import Connection, insert, inspect, select
 from sqlalchemy.exc import IntegrityError
 
 from libs.persistence import Database
-from libs.persistence.migrate import alembic_config, migrate
+from libs.persistence.migrate import migrate
 from libs.persistence.schema import mm_formations
+from tests.libs.persistence.migrations import downgrade_to
 
 
 def _tables(connection: Connection) -> set[str]:
@@ -41,14 +41,7 @@ async def test_0008_creates_the_formations_table_and_its_downgrade_removes_it(da
         async with db.connect() as conn:
             assert len((await conn.execute(select(mm_formations))).all()) == 2
 
-        async with db.begin() as conn:
-
-            def downgrade(connection: Connection) -> None:
-                config = alembic_config(database_url)
-                config.attributes["connection"] = connection
-                command.downgrade(config, "0007_shard_owners")
-
-            await conn.run_sync(downgrade)
+        await downgrade_to(db, database_url, "0007_shard_owners")
         async with db.connect() as conn:
             tables = await conn.run_sync(_tables)
         assert "mm_formations" not in tables

@@ -10,7 +10,7 @@ from typing import Any, Literal
 import grpc
 import pytest
 from prometheus_client import REGISTRY
-from sqlalchemy import Connection, Engine, event, func, insert, select
+from sqlalchemy import Connection, Engine, event, func, insert, select, text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -281,7 +281,7 @@ async def test_a_write_does_not_meet_a_read_in_sqlites_busy_handler(
 
 async def test_a_read_sees_every_write_committed_before_it_and_writes_nothing(migrated_url: str) -> None:
     """``read``: SQLite runs it in the writer thread's next batch (one trip, beside the writes queued
-    with it); PostgreSQL on a pooled connection of its own, outside the committer's batches. Either way
+    with it); PostgreSQL in a batch of reads, outside the committer's write batches. Either way
     it sees what was committed before it was called, and it still reads once the committer is closed."""
     db = Database(migrated_url)
     committer = GroupCommitter(db)
@@ -306,12 +306,85 @@ async def test_a_read_sees_every_write_committed_before_it_and_writes_nothing(mi
         assert {name.split("_")[0] for name in threads} == {"sqlite-writer"}
     else:
         assert seen in (10, 11, 12)  # beside the batches, at once
-        assert committer.units == units + 2
+        assert committer.units == units + 2  # the reads are not counted as units of a write batch
         assert committer.batches > batches
     await committer.close()
     assert await committer.read(count) == 12  # a closed committer refuses writes, not reads
     await db.dispose()
     assert await _count(migrated_url) == 12
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)  # a pool: SQLite's reads are above
+async def test_reads_arriving_together_share_a_few_connections_and_fail_alone(migrated_url: str) -> None:
+    """PostgreSQL: 300 reads at once run in at most ``READ_BATCHES`` batches at a time, each on one
+    pooled connection in autocommit (no overflow connection is opened, whatever arrives); a read that
+    fails (a bad statement) fails alone, the reads after it in its batch still answer, and a read whose
+    caller gave up is not run."""
+    db = Database(migrated_url)
+    committer = GroupCommitter(db)
+    await asyncio.gather(*(committer.run_sync(_insert_sync(f"c{i}")) for i in range(3)))
+    checkouts: list[object] = []
+    event.listen(db.engine.sync_engine, "checkout", lambda dbapi, record, proxy: checkouts.append(dbapi))
+    ran: list[int] = []
+
+    def count(i: int) -> Callable[[Connection], int]:
+        def read(conn: Connection) -> int:
+            ran.append(i)
+            return int(conn.scalar(select(func.count()).select_from(clock_timers)) or 0) + i
+
+        return read
+
+    def broken(conn: Connection) -> int:
+        return int(conn.scalar(select(func.count()).select_from(clock_timers).where(func.nosuch())) or 0)
+
+    reads = [asyncio.ensure_future(committer.read(count(i))) for i in range(150)]
+    bad = asyncio.ensure_future(committer.read(broken))
+    reads += [asyncio.ensure_future(committer.read(count(i))) for i in range(150, 300)]
+    given_up = asyncio.ensure_future(committer.read(count(-1)))
+    await asyncio.sleep(0)  # every read is queued; the reader tasks start on the loop's next turn
+    given_up.cancel()
+    results = await asyncio.gather(*reads)
+    assert results == [3 + i for i in range(300)]
+    with pytest.raises(Exception, match="nosuch"):
+        await bad
+    assert given_up.cancelled()
+    assert -1 not in ran
+    assert 1 <= len(checkouts) <= 2 * group_commit.READ_BATCHES  # a batch per checkout, not a read
+    pool: Any = db.engine.pool
+    assert pool.checkedout() == 1  # only the writer's own connection, kept between its batches
+    assert pool.overflow() <= 0
+    assert committer._readers == 0  # every reader task ended once nothing waited
+    assert await committer.read(count(0)) == 3  # and a later read starts one again
+    await committer.close()
+    await db.dispose()
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+async def test_on_postgresql_the_writer_keeps_its_connection_and_replaces_a_broken(migrated_url: str) -> None:
+    """The writer's batches share one connection (one checkout for many batches); when the database
+    drops it (its backend terminated, as in a restart), the batch in flight still commits, each unit
+    alone on a fresh connection, and the writer keeps that one from then on."""
+    db = Database(migrated_url)
+    committer = GroupCommitter(db)
+    checkouts: list[object] = []
+    event.listen(db.engine.sync_engine, "checkout", lambda dbapi, record, proxy: checkouts.append(dbapi))
+    for round_ in range(5):
+        await asyncio.gather(*(committer.run_sync(_insert_sync(f"k{round_}-{i}")) for i in range(20)))
+    assert committer.batches >= 5
+    assert len(checkouts) == 1  # one checkout for every batch
+    writer_pid = await committer.run_sync(lambda conn: conn.scalar(text("SELECT pg_backend_pid()")))
+    admin = Database(migrated_url)
+    async with admin.connect() as conn:
+        await conn.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": writer_pid})
+    await admin.dispose()
+    done = await asyncio.gather(*(committer.run_sync(_insert_sync(f"after{i}")) for i in range(10)))
+    assert done == [f"after{i}" for i in range(10)]  # every caller answered with its own result
+    new_pid = await committer.run_sync(lambda conn: conn.scalar(text("SELECT pg_backend_pid()")))
+    assert new_pid != writer_pid
+    assert await committer.run_sync(lambda conn: conn.scalar(text("SELECT pg_backend_pid()"))) == new_pid
+    await committer.close()
+    await db.dispose()
+    assert await _count(migrated_url) == 110
 
 
 def _sample(name: str, labels: dict[str, str] | None = None) -> float:
@@ -320,7 +393,8 @@ def _sample(name: str, labels: dict[str, str] | None = None) -> float:
 
 async def test_every_committed_transaction_is_measured(migrated_url: str) -> None:
     """The committer's Prometheus figures: one observation of each stage per committed transaction (the
-    wait for the file's turn on SQLite's writer-thread path), and the units it held."""
+    wait of its oldest unit, on every database: what the GroupCommitSlow alert watches), and the units it
+    held."""
     db = Database(migrated_url)
     committer = GroupCommitter(db)
     transactions = _sample("skillclassics_group_commit_seconds_count", {"stage": "transaction"})
@@ -331,7 +405,17 @@ async def test_every_committed_transaction_is_measured(migrated_url: str) -> Non
         committer.batches
     )
     assert _sample("skillclassics_group_commit_units_sum") - units == 40
-    expected_waits = committer.batches if db.is_sqlite else 0
-    assert _sample("skillclassics_group_commit_seconds_count", {"stage": "wait"}) - waits == expected_waits
+    assert _sample("skillclassics_group_commit_seconds_count", {"stage": "wait"}) - waits == committer.batches
+    # A unit queued behind a slow transaction: the next batch's wait holds that transaction's time.
+    waited = _sample("skillclassics_group_commit_seconds_sum", {"stage": "wait"})
+
+    async def slow(conn: AsyncConnection) -> None:
+        await asyncio.sleep(0.3)
+
+    held = asyncio.ensure_future(committer.run(slow))
+    await asyncio.sleep(0.05)  # the slow batch is under way
+    await committer.run_sync(_insert_sync("behind"))
+    await held
+    assert _sample("skillclassics_group_commit_seconds_sum", {"stage": "wait"}) - waited >= 0.2
     await committer.close()
     await db.dispose()

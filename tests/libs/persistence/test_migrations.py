@@ -4,18 +4,12 @@ from __future__ import annotations
 
 import asyncio
 
-from alembic.autogenerate import compare_metadata
-from alembic.migration import MigrationContext
 from sqlalchemy import Connection, insert, inspect, select, text
 
 from libs.persistence import Database
-from libs.persistence.migrate import alembic_config, migrate
+from libs.persistence.migrate import migrate
 from libs.persistence.schema import fairness_commitments, metadata
-
-
-def _schema_diff(connection: Connection) -> list[object]:
-    context = MigrationContext.configure(connection, opts={"compare_type": True})
-    return list(compare_metadata(context, metadata))
+from tests.libs.persistence.migrations import downgrade_to, schema_diff
 
 
 def _table_names(connection: Connection) -> set[str]:
@@ -26,7 +20,7 @@ async def test_migrations_create_exactly_the_schema(migrated_url: str) -> None:
     db = Database(migrated_url)
     try:
         async with db.connect() as conn:
-            assert await conn.run_sync(_schema_diff) == []
+            assert await conn.run_sync(schema_diff) == []
             assert {t.name for t in metadata.sorted_tables} <= await conn.run_sync(_table_names)
     finally:
         await db.dispose()
@@ -45,18 +39,9 @@ async def test_migrating_twice_and_concurrently_is_harmless(database_url: str) -
 
 
 async def test_downgrade_to_base_removes_the_tables(migrated_url: str) -> None:
-    from alembic import command
-
     db = Database(migrated_url)
     try:
-        async with db.begin() as conn:
-
-            def downgrade(connection: Connection) -> None:
-                config = alembic_config(migrated_url)
-                config.attributes["connection"] = connection
-                command.downgrade(config, "base")
-
-            await conn.run_sync(downgrade)
+        await downgrade_to(db, migrated_url, "base")
         async with db.connect() as conn:
             assert "fairness_commitments" not in await conn.run_sync(_table_names)
     finally:

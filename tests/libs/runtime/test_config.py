@@ -45,8 +45,10 @@ def test_environment_overrides_every_default() -> None:
             "SERVICE_IDENTITY": "fairness",
             "HEALTH_PORT": "7001",
             "GRPC_REFLECTION": "false",
+            "GRPC_MAX_CONNECTION_AGE_MS": "300000",
         },
     )
+    assert config.max_connection_age_ms == 300_000
     assert config.transport is not None
     assert config.transport.is_mutual
     assert config.transport.files().certificate == Path("/etc/sc/tls/tls.crt")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TypeVar
 
 import grpc
@@ -34,8 +34,8 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-async def start(url: str) -> RunningServer:
-    return await start_in_process("clock", ClockService, url)
+async def start(url: str, env: Mapping[str, str] | None = None) -> RunningServer:
+    return await start_in_process("clock", ClockService, url, env)
 
 
 def parts(running: RunningServer) -> tuple[TimerStore, Scheduler, ClockServicer]:

@@ -68,7 +68,8 @@ async def test_a_clock_whose_epoch_moved_on_refuses_writes_and_serves_its_timers
     tmp_path: Path,
 ) -> None:
     url = f"sqlite+aiosqlite:///{tmp_path / 'clock.db'}"
-    running = await start(url)
+    # A long heartbeat: the write, not a renewal, finds the epoch moved on (it marks the shard lost itself).
+    running = await start(url, {"SHARD_HEARTBEAT_MS": "60000"})
     db = Database(url)
     try:
         async with backend_channel(running.address, OWNER) as channel:

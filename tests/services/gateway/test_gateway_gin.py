@@ -373,3 +373,59 @@ async def test_a_chess_match_announces_no_commitment_where_a_gin_match_does(plat
     commitment = announced["gin"][0]
     assert len(commitment) == 64
     assert announced["gin"] == (commitment, 1, commitment, 1, commitment, 1)
+
+
+async def test_a_tables_disconnect_policy_goes_through_the_gateway_to_matchmaking_and_the_match(
+    platform: Platform,
+) -> None:
+    """CreateTable, ListTables and EnterQueue through the gateway carry the disconnect policy to
+    matchmaking: a gin table with the stand-in is listed with it (and under its filter only), its match
+    is made with seed 002's 120 s stand-in, and a queue entry asking for it waits in a pool of its own; a
+    chess table asking for a stand-in is refused, chess having none."""
+    gw = platform.gateway
+    host, guest = bearer("policy-host"), bearer("policy-guest")
+    table = pb.CreateTableRequest()
+    table.CopyFrom(GIN_TABLE)
+    table.idempotency_key = "gin-stand-in-table"
+    table.disconnect_policy = mm_pb.DISCONNECT_POLICY_STAND_IN
+    opened = (await gw.CreateTable(table, metadata=host)).table
+    assert opened.disconnect_policy == mm_pb.DISCONNECT_POLICY_STAND_IN
+    listed = (await gw.ListTables(pb.ListTablesRequest(family="gin"), metadata=guest)).tables
+    assert [t.disconnect_policy for t in listed if t.table_id == opened.table_id] == [
+        mm_pb.DISCONNECT_POLICY_STAND_IN
+    ]
+    for policy, found in ((mm_pb.DISCONNECT_POLICY_STAND_IN, True), (mm_pb.DISCONNECT_POLICY_FORFEIT, False)):
+        filtered = await gw.ListTables(
+            pb.ListTablesRequest(family="gin", disconnect_policy=policy), metadata=guest
+        )
+        assert (opened.table_id in {t.table_id for t in filtered.tables}) is found
+    joined = (await gw.JoinTable(pb.JoinTableRequest(table_id=opened.table_id), metadata=guest)).table
+    match = await gw.GetMatch(pb.GetMatchRequest(match_id=joined.match_id), metadata=guest)
+    assert (match.seat, match.stand_in_after_ms) == (1, 120_000)
+
+    queued = await gw.EnterQueue(
+        pb.EnterQueueRequest(
+            family="gin",
+            options=GIN_TABLE.options,
+            time_control=GIN_TABLE.time_control,
+            entry_fee_minor=250,
+            currency="USD",
+            disconnect_policy=mm_pb.DISCONNECT_POLICY_STAND_IN,
+        ),
+        metadata=bearer("policy-queued"),
+    )
+    assert queued.pool.endswith("|stand-in")
+    assert (await gw.LeaveQueue(pb.LeaveQueueRequest(), metadata=bearer("policy-queued"))).left
+
+    chess = pb.CreateTableRequest(
+        family="chess",
+        time_control=rules_pb2.TimeControl(base_ms=5 * 60_000),
+        currency="USD",
+        idempotency_key="chess-stand-in-table",
+        disconnect_policy=mm_pb.DISCONNECT_POLICY_STAND_IN,
+    )
+    await refused(
+        gw.CreateTable(chess, metadata=bearer("policy-chess")),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "chess has no stand-in",
+    )

@@ -16,6 +16,7 @@ from skillclassics.rules.v1 import rules_pb2
 
 from libs.runtime.errors import Problem, ResourceExhausted
 from services.gateway.limits import Admission, Priority
+from services.gateway.service import GatewayService
 from tests.services.gateway.test_gateway_service import bearer, retry_guidance_ms, start_gateway
 
 
@@ -85,7 +86,16 @@ async def test_at_capacity_new_work_is_shed_at_once_and_play_calls_still_get_thr
                     )
                     for p in ("p1", "p2", "p3")
                 ]
-                await asyncio.sleep(0.3)  # all three are now waiting on the silent backend
+                # Until all three wait on the silent backend: a fixed pause was not enough on a busy
+                # machine, where the CreateTable below could reach the gateway before the third of them.
+                service = gateway.service
+                assert isinstance(service, GatewayService)
+                assert service.servicer is not None
+                for _ in range(1000):  # (10 s at most)
+                    if service.servicer.admission.calls >= 3:
+                        break
+                    await asyncio.sleep(0.01)
+                assert service.servicer.admission.calls == 3
                 loop = asyncio.get_running_loop()
                 started = loop.time()
                 table = pb.CreateTableRequest(

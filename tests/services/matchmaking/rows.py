@@ -22,6 +22,7 @@ def match_row(match_id: str, player0: str, player1: str, *, entry_fee_minor: int
         "result": None,
         "created_at_ms": 1,
         "ended_at_ms": None,
+        "disconnect_policy": "forfeit",
     }
 
 
@@ -53,4 +54,5 @@ def table_row(table_id: str, creator_id: str) -> dict[str, Any]:
         "match_id": None,
         "idempotency_key": table_id,
         "created_at_ms": 1,
+        "disconnect_policy": "forfeit",
     }

@@ -210,3 +210,85 @@ async def test_pair_many_makes_exactly_the_pairs_whose_players_are_all_still_que
     assert await opponents(store, "p4") == []
     assert sorted(m["match_id"] for m in await store.matches_starting()) == ["chess.0.a", "chess.0.c"]
     assert not await store.pair("p1", "p4", row("chess.0.d", "p1", "p4"))  # p1 is in a match now
+
+
+async def test_a_catch_up_tells_a_player_the_rating_changes_since_the_gap(
+    matchmaker: Matchmaker, migrated_url: str
+) -> None:
+    """A replica that stopped hearing the others catches its players up from the database: a rating change
+    made meanwhile (a result reported to another replica) comes as ``RatingChanged``, one made before the
+    gap does not come again."""
+    from sqlalchemy import insert
+    from sqlalchemy.ext.asyncio import create_async_engine
+    from sqlalchemy.pool import NullPool
+
+    from libs.persistence.schema import mm_rating_changes
+
+    engine = create_async_engine(migrated_url, poolclass=NullPool)
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(
+                insert(mm_rating_changes),
+                [
+                    {
+                        "match_id": "gin.0.old",
+                        "player_id": "cu-a",
+                        "family": "gin",
+                        "before": 1500,
+                        "after": 1480,
+                        "at_ms": 1_000,
+                    },
+                    {
+                        "match_id": "chess.0.new",
+                        "player_id": "cu-a",
+                        "family": "chess",
+                        "before": 1500,
+                        "after": 1520,
+                        "at_ms": 9_000,
+                    },
+                    {
+                        "match_id": "chess.0.new",
+                        "player_id": "cu-b",
+                        "family": "chess",
+                        "before": 1500,
+                        "after": 1480,
+                        "at_ms": 9_000,
+                    },
+                ],
+            )
+    finally:
+        await engine.dispose()
+    events = matchmaker.hub.watch("cu-a")
+    assert (await anext(events)).WhichOneof("event") == "subscribed"
+    await matchmaker.catch_up(["cu-a"], 5_000)
+    told = await asyncio.wait_for(anext(events), 2)
+    assert told.WhichOneof("event") == "rating_changed"
+    changed = told.rating_changed
+    assert (changed.family, changed.match_id, changed.before, changed.after) == (
+        "chess",
+        "chess.0.new",
+        1500,
+        1520,
+    )
+    with pytest.raises(TimeoutError):  # nothing else: not the older change, not the other player's
+        await asyncio.wait_for(anext(events), 0.3)
+
+
+async def test_a_catch_up_tells_of_a_table_cancelled_during_the_gap(
+    matchmaker: Matchmaker, store: MatchmakingStore
+) -> None:
+    """A table created before the gap and cancelled during it is found by when its status changed
+    (``mm_tables.updated_at_ms``), so the player's stream learns it is cancelled; one cancelled before the
+    gap is not told again."""
+    from tests.services.matchmaking.rows import table_row
+
+    for table_id, cancelled_at in (("t-gap", 9_000), ("t-before", 2_000)):
+        await store.create_table(table_row(table_id, "cu-host"))
+        await store.cancel_table(table_id, "cu-host", cancelled_at)
+    events = matchmaker.hub.watch("cu-host")
+    assert (await anext(events)).WhichOneof("event") == "subscribed"
+    await matchmaker.catch_up(["cu-host"], 5_000)
+    told = await asyncio.wait_for(anext(events), 2)
+    assert (told.table_updated.table_id, told.table_updated.status) == ("t-gap", pb.TABLE_STATUS_CANCELLED)
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(anext(events), 0.3)

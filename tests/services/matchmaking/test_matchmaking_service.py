@@ -598,3 +598,48 @@ async def result_reported_at(database_url: str, match_id: str, *, within_s: floa
             await asyncio.sleep(0.05)
     finally:
         await db.dispose()
+
+
+async def test_entries_queued_before_a_pool_key_change_pair_with_those_made_after(platform: Platform) -> None:
+    """A deploy that changes how pools are keyed (a clock field added to the key) must not strand the
+    players queued before it: on loading the queue matchmaking keys each stored entry again from its
+    request. An entry the lobby no longer offers keeps its stored pool, and nothing fails."""
+    from sqlalchemy import update
+    from sqlalchemy.ext.asyncio import create_async_engine
+    from sqlalchemy.pool import NullPool
+
+    from libs.persistence.schema import mm_queue
+
+    mm = platform.mm
+    entered = await mm.EnterQueue(queue_request("rekeyed-early", minutes=20))
+    await mm.EnterQueue(queue_request("rekeyed-odd", minutes=10))  # a pool of its own, for now
+    await platform.matchmaking.stop(grace=0.5)
+    # As an older version stored them: another key, and (for the second) a request not offered now, which
+    # would be the first entry's pool but for its position.
+    offered_no_more = queue_request("rekeyed-odd", minutes=20)
+    offered_no_more.options.chess.initial_fen = "4k3/8/8/8/8/8/8/R3K3 w Q - 0 1"
+    engine = create_async_engine(platform.database_url, poolclass=NullPool)
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(
+                update(mm_queue).where(mm_queue.c.player_id == "rekeyed-early").values(pool="chess|old-key")
+            )
+            await conn.execute(
+                update(mm_queue)
+                .where(mm_queue.c.player_id == "rekeyed-odd")
+                .values(pool="chess|odd-key", request=offered_no_more.SerializeToString())
+            )
+    finally:
+        await engine.dispose()
+    await platform.restart_matchmaking()
+
+    async with backend_channel(platform.matchmaking.address, "gateway") as channel:
+        stub = matchmaking_pb2_grpc.MatchmakingServiceStub(channel)
+        events = stub.WatchLobby(pb.WatchLobbyRequest(player_id="rekeyed-early"))
+        await next_event(events, "subscribed")
+        late = await stub.EnterQueue(queue_request("rekeyed-late", minutes=20))
+        assert late.pool == entered.pool
+        ready = (await next_event(events, "match_ready", within=10.0)).match_ready
+        assert ready.opponent_id == "rekeyed-late"  # not the entry whose request is no longer offered
+        events.cancel()
+        assert (await stub.LeaveQueue(pb.LeaveQueueRequest(player_id="rekeyed-odd"))).left

@@ -6,10 +6,11 @@ from __future__ import annotations
 import asyncio
 import collections
 import time
+import uuid
 from pathlib import Path
 
 import pytest
-from skillclassics.rules.v1 import rules_pb2
+from skillclassics.rules.v1 import rules_pb2, rules_pb2_grpc
 
 from libs.match.ids import MatchId
 from libs.match.routing import ShardDirectory, parse_shards_file, write_shards_file
@@ -17,8 +18,9 @@ from libs.persistence import Database
 from libs.persistence.schema import mm_matches
 from libs.runtime.errors import Unavailable
 from services.matchmaking.shards import MatchLoad, RulesShards
+from services.rules_chess.service import chess_rules_service
 from tests.services.matchmaking.rows import match_row
-from tests.support import transport_as
+from tests.support import backend_channel, start_in_process, transport_as
 
 NOWHERE = "127.0.0.1:1"  # nothing listens there: refused at once
 
@@ -145,3 +147,89 @@ async def test_load_counts_the_matches_matchmaking_has_not_seen_end(migrated_url
         assert await load() == {("chess", 0): 1, ("chess", 1): 2, ("gin", 1): 1}
     finally:
         await load.close()
+
+
+async def test_a_shard_counts_every_live_match_it_holds_directly_created_ones_included(
+    migrated_url: str,
+) -> None:
+    """Placement asks each shard its load (GetLoad): matches another backend created directly on it (a
+    tournament's) count, which matchmaking's own tables cannot know. A shard that does not answer is counted
+    from matchmaking's tables."""
+    shard = await start_in_process("rules-chess", chess_rules_service, migrated_url)
+    try:
+        env = {"RULES_CHESS_ADDRESSES": f"{shard.address},{NOWHERE}"}
+        rules = shards(env, {("chess", 0): 99, ("chess", 1): 2})  # 99: what the database would say of 0
+        async with backend_channel(shard.address, "matchmaking") as channel:
+            stub = rules_pb2_grpc.RulesServiceStub(channel)
+            direct = [f"chess.0.direct{uuid.uuid4().hex[:8]}" for _ in range(3)]
+            for match_id in direct:
+                await stub.CreateMatch(
+                    rules_pb2.CreateMatchRequest(
+                        match_id=match_id,
+                        seats=[
+                            rules_pb2.SeatAssignment(seat=0, player_id="white"),
+                            rules_pb2.SeatAssignment(seat=1, player_id="black"),
+                        ],
+                        time_control=rules_pb2.TimeControl(base_ms=300_000),
+                        idempotency_key=match_id,
+                    )
+                )
+            load = await stub.GetLoad(rules_pb2.GetLoadRequest())
+            assert (load.family, load.shard, load.live_matches) == ("chess", 0, 3)
+        try:
+            await rules.count_load()
+            assert [rules.state("chess", n).live for n in (0, 1)] == [3, 2]  # 0 answered; 1 from the tables
+            assert placed(rules, "chess", 1) == {1: 1}
+            assert placed(rules, "chess", 2) == {0: 1, 1: 1}
+        finally:
+            await rules.close()
+        # A match that ended leaves the count.
+        async with backend_channel(shard.address, "gateway") as channel:
+            await rules_pb2_grpc.RulesServiceStub(channel).SubmitAction(
+                rules_pb2.SubmitActionRequest(
+                    match_id=direct[0],
+                    seat=0,
+                    idempotency_key="resign",
+                    action=rules_pb2.Action(resign=rules_pb2.Resign()),
+                )
+            )
+        async with backend_channel(shard.address, "matchmaking") as channel:
+            load = await rules_pb2_grpc.RulesServiceStub(channel).GetLoad(rules_pb2.GetLoadRequest())
+            assert load.live_matches == 2
+    finally:
+        await shard.stop(grace=0.5)
+
+
+async def test_a_shard_listed_in_the_wrong_place_is_not_believed(migrated_url: str) -> None:
+    """An address that answers as another shard (a directory that lists it in the wrong place) is counted
+    from the tables, not from its answer."""
+    shard = await start_in_process("rules-chess", chess_rules_service, migrated_url, {"RULES_SHARD": "1"})
+    rules = shards({"RULES_CHESS_ADDRESSES": shard.address}, {("chess", 0): 4})
+    try:
+        await rules.count_load()
+        assert rules.state("chess", 0).live == 4
+    finally:
+        await rules.close()
+        await shard.stop(grace=0.5)
+
+
+async def test_a_placement_made_while_the_shards_are_counted_stays_in_the_load() -> None:
+    """The count replaces the placements made before it began (it includes them); one made while the
+    shards were answering may not be in their answers, so it stays counted until the next count."""
+    rules: RulesShards | None = None
+
+    async def load() -> dict[tuple[str, int], int]:
+        assert rules is not None
+        rules.new_match_id("chess")  # placed while the count is in flight
+        return {("chess", 0): 5}
+
+    rules = RulesShards(
+        {"RULES_CHESS_ADDRESSES": NOWHERE}, ["chess"], transport_as("matchmaking"), load=load, watch=False
+    )
+    try:
+        rules.new_match_id("chess")  # before the count: in it
+        await rules.count_load()
+        state = rules.state("chess", 0)
+        assert (state.live, state.placed, state.load) == (5, 1, 6)
+    finally:
+        await rules.close()

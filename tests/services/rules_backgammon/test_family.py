@@ -23,37 +23,76 @@ def test_matchmaking_offers_backgammon_from_the_familys_own_declaration() -> Non
     rules = family_rules("backgammon")
     assert FAMILIES["backgammon"].family.name == "backgammon"
     assert rules.uses_chance
+    assert rules.has_stand_in
     assert rules.check_options(lobby()) == "standard"
     assert rules.check_options(lobby(variant=bg.VARIANT_NACKGAMMON)) == "nackgammon"
     assert rules.check_options(lobby(variant=bg.VARIANT_HYPERGAMMON)) == "hypergammon"
 
 
 @pytest.mark.parametrize(
-    "options",
+    ("options", "pool"),
     [
-        {"cube": True},
-        {"gammons": True},
-        {"match_to": 3},
-        {"auto_roll": True},
-        {"auto_bearoff": True},
-        {"cube": True, "beavers": True},
+        ({"match_to": 1, "gammons": True}, "standard/match1"),
+        ({"match_to": 3, "gammons": True}, "standard/match3"),
+        ({"match_to": 5, "gammons": True, "auto_roll": True}, "standard/match5/auto-roll"),
+        (
+            {"variant": bg.VARIANT_NACKGAMMON, "match_to": 9, "gammons": True, "auto_bearoff": True},
+            "nackgammon/match9/auto-bearoff",
+        ),
+        ({"auto_roll": True, "auto_bearoff": True}, "standard/auto-roll/auto-bearoff"),
     ],
 )
-def test_lobby_tables_are_single_games_without_the_cube(options: dict[str, object]) -> None:
-    with pytest.raises(InvalidArgument, match="one game without the doubling cube"):
+def test_lobby_tables_offer_002s_matches_and_conveniences(options: dict[str, object], pool: str) -> None:
+    assert family_rules("backgammon").check_options(lobby(**options)) == pool
+
+
+@pytest.mark.parametrize(
+    ("options", "reason"),
+    [
+        ({"cube": True}, "never use the doubling cube"),
+        ({"cube": True, "beavers": True}, "never use the doubling cube"),
+        ({"cube": True, "match_to": 3, "gammons": True}, "never use the doubling cube"),
+        ({"match_to": 7, "gammons": True}, "matches are to 1, 3, 5, 9 points"),
+        ({"match_to": 3}, "matches score gammons and backgammons"),
+        ({"gammons": True}, "does not score gammons"),
+    ],
+)
+def test_lobby_tables_refuse_the_cube_other_lengths_and_other_scoring(
+    options: dict[str, object], reason: str
+) -> None:
+    with pytest.raises(InvalidArgument, match=reason):
         family_rules("backgammon").check_options(lobby(**options))
 
 
-def test_lobby_clocks_are_the_chess_style_clocks_of_000() -> None:
+def test_lobby_clocks_are_the_chess_style_clocks_of_000_and_the_capped_bonus_clocks_of_002() -> None:
     rules = family_rules("backgammon")
     for minutes in (3, 5, 10, 20, 30):
         rules.check_lobby_clock(pb.TimeControl(base_ms=minutes * 60_000))
+    rules.check_lobby_clock(
+        pb.TimeControl(base_ms=30_000, increment_ms=10_000, increment_within_ms=10_000, cap_ms=30_000)
+    )
+    rules.check_lobby_clock(
+        pb.TimeControl(base_ms=120_000, increment_ms=20_000, increment_within_ms=20_000, cap_ms=120_000)
+    )
     for refused in (
         pb.TimeControl(base_ms=7 * 60_000),
         pb.TimeControl(base_ms=5 * 60_000, increment_ms=2000),
+        pb.TimeControl(base_ms=30_000, increment_ms=10_000, increment_within_ms=10_000, cap_ms=60_000),
+        pb.TimeControl(base_ms=120_000, increment_ms=20_000, increment_within_ms=10_000, cap_ms=120_000),
+        pb.TimeControl(
+            base_ms=30_000,
+            increment_ms=10_000,
+            increment_within_ms=10_000,
+            cap_ms=30_000,
+            periods=1,
+            period_ms=1,
+        ),
     ):
-        with pytest.raises(InvalidArgument, match="backgammon lobby clocks are 3, 5, 10, 20, 30 minutes"):
+        with pytest.raises(
+            InvalidArgument, match="backgammon lobby clocks are 3, 5, 10, 20, 30 minutes"
+        ) as caught:
             rules.check_lobby_clock(refused)
+        assert "capped-bonus clocks 30 s + 10 s when moved within 10 s, capped at 30 s" in str(caught.value)
 
 
 def test_options_round_trip_through_proto_and_json() -> None:

@@ -269,7 +269,10 @@ async def test_a_shard_whose_epoch_moved_on_refuses_writes_and_serves_again_once
     by moving the epoch on; the next write is refused, the service reports NOT_SERVING, takes the shard
     again (a new epoch) and serves the match as the log has it."""
     url = f"sqlite+aiosqlite:///{tmp_path / 'rules.db'}"
-    running = await start_rules_chess(url, {"SHARD_HEARTBEAT_MS": "50", "SHARD_RETRY_MS": "1000"})
+    # The heartbeat is long so that the write, not a renewal, is what finds the epoch moved on (a fenced
+    # write marks the shard lost itself; with a 50 ms heartbeat the renewal sometimes found it first and
+    # the write was refused by the closed runtime instead, with another reason).
+    running = await start_rules_chess(url, {"SHARD_HEARTBEAT_MS": "60000", "SHARD_RETRY_MS": "1000"})
     db = Database(url)
     try:
         async with Callers(running.address) as callers, backend_channel(running.address) as channel:

@@ -102,9 +102,10 @@ class CreateTableRequest(_message.Message):
     CURRENCY_FIELD_NUMBER: _builtins.int
     VISIBILITY_FIELD_NUMBER: _builtins.int
     IDEMPOTENCY_KEY_FIELD_NUMBER: _builtins.int
+    DISCONNECT_POLICY_FIELD_NUMBER: _builtins.int
     family: _builtins.str
-    """Required: the game family, "backgammon", "chess", "gin" or "go" (any other is INVALID_ARGUMENT; a
-    family with no rules shard configured is UNAVAILABLE).
+    """Required: the game family, "backgammon", "chess", "generals", "gin" or "go" (any other is
+    INVALID_ARGUMENT; a family with no rules shard configured is UNAVAILABLE).
     Rules: required.
     """
     entry_fee_minor: _builtins.int
@@ -123,20 +124,35 @@ class CreateTableRequest(_message.Message):
     """Required, 1-128 characters, chosen by the client; a second table with the same key is ALREADY_EXISTS.
     Rules: required; 1-128 characters.
     """
+    disconnect_policy: _matchmaking_pb2.DisconnectPolicy.ValueType
+    """What the match does with a player who disconnects; DISCONNECT_POLICY_UNSPECIFIED means
+    DISCONNECT_POLICY_FORFEIT, the platform's rule. DISCONNECT_POLICY_STAND_IN for a family without a
+    stand-in is INVALID_ARGUMENT (OPTIONS_NOT_OFFERED).
+    Rules: a defined value.
+    """
     @_builtins.property
     def options(self) -> _rules_pb2.MatchOptions:
-        """The family's options; unset means its defaults. Chess: ruleset contest or FIDE, no initial_fen. Gin: any
-        variant, hands_to_win 0 or 3. Backgammon: the variant only (one game, no cube). Go: any size, handicap,
-        komi and scoring. Options of another family are INVALID_ARGUMENT.
+        """The family's options; unset means its defaults (docs/matchmaking.md, "What a lobby table offers").
+        Backgammon: any variant; one game (match_to 0, gammons off) or a match to 1, 3, 5 or 9 points with
+        the Crawford rule (gammons on); auto_roll and auto_bearoff as chosen; never the cube (so no beavers,
+        automatic doubles or Jacoby). Chess: ruleset contest or FIDE from the initial position (no
+        initial_fen), or Skirmish Chess (FIDE) with any preset, odds and draw rule, duel clocks of 30, 60 or
+        120 s plus 0, 2 or 5 s and a countdown of 0, 3 or 5 s. Game of the Generals: its one ruleset. Gin: any
+        variant, first to 3 hands (hands_to_win 0 or 3). Go: any size, handicap, komi and scoring. Options the
+        lobby does not offer are INVALID_ARGUMENT (OPTIONS_NOT_OFFERED, saying what it offers); options of
+        another family are INVALID_ARGUMENT (WRONG_FAMILY).
         """
 
     @_builtins.property
     def time_control(self) -> _rules_pb2.TimeControl:
-        """Required: one of the family's lobby clocks (INVALID_ARGUMENT otherwise). Chess and backgammon: base_ms
-        of 3, 5, 10, 20 or 30 minutes, nothing else set. Gin: base_ms of 5, 10, 15, 20 or 30 minutes for the
+        """Required: one of the family's lobby clocks (INVALID_ARGUMENT otherwise). Chess: base_ms of 3, 5, 10,
+        20 or 30 minutes, nothing else set. Backgammon: the same, or seed 002's capped-bonus clocks (base_ms
+        30000, increment_ms 10000, increment_within_ms 10000, cap_ms 30000; or base_ms 120000, increment_ms
+        20000, increment_within_ms 20000, cap_ms 120000). Gin: base_ms of 5, 10, 15, 20 or 30 minutes for the
         match plus increment_ms of 0, 5000 or 10000, nothing else set. Go: base_ms of 5, 10, 20, 30 or 60
         minutes plus either increment_ms of 0, 10000 or 20000, or byo-yomi of 5 periods of 30000 ms or 3 of
-        60000 ms.
+        60000 ms. Game of the Generals: a per-move clock, base_ms 0, periods 3 and period_ms of 30000, 60000
+        or 120000.
         Rules: required.
         """
 
@@ -150,10 +166,11 @@ class CreateTableRequest(_message.Message):
         currency: _builtins.str = ...,
         visibility: _matchmaking_pb2.Visibility.ValueType = ...,
         idempotency_key: _builtins.str = ...,
+        disconnect_policy: _matchmaking_pb2.DisconnectPolicy.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options", "time_control", b"time_control"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["currency", b"currency", "entry_fee_minor", b"entry_fee_minor", "family", b"family", "idempotency_key", b"idempotency_key", "options", b"options", "time_control", b"time_control", "visibility", b"visibility"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["currency", b"currency", "disconnect_policy", b"disconnect_policy", "entry_fee_minor", b"entry_fee_minor", "family", b"family", "idempotency_key", b"idempotency_key", "options", b"options", "time_control", b"time_control", "visibility", b"visibility"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -195,8 +212,10 @@ class ListTablesRequest(_message.Message):
     BASE_MS_FIELD_NUMBER: _builtins.int
     LIMIT_FIELD_NUMBER: _builtins.int
     FREE_ONLY_FIELD_NUMBER: _builtins.int
+    DISCONNECT_POLICY_FIELD_NUMBER: _builtins.int
     family: _builtins.str
-    """Required: the game family, "backgammon", "chess", "gin" or "go" (any other is INVALID_ARGUMENT).
+    """Required: the game family, "backgammon", "chess", "generals", "gin" or "go" (any other is
+    INVALID_ARGUMENT).
     Rules: required.
     """
     max_entry_fee_minor: _builtins.int
@@ -211,6 +230,10 @@ class ListTablesRequest(_message.Message):
     """At most this many tables, oldest first (0: 100)."""
     free_only: _builtins.bool
     """Only free tables (an entry fee of 0); max_entry_fee_minor cannot say that, as 0 there means any."""
+    disconnect_policy: _matchmaking_pb2.DisconnectPolicy.ValueType
+    """Only tables with this disconnect policy (DISCONNECT_POLICY_UNSPECIFIED: any).
+    Rules: a defined value.
+    """
     def __init__(
         self,
         *,
@@ -220,10 +243,11 @@ class ListTablesRequest(_message.Message):
         base_ms: _builtins.int = ...,
         limit: _builtins.int = ...,
         free_only: _builtins.bool = ...,
+        disconnect_policy: _matchmaking_pb2.DisconnectPolicy.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["base_ms", b"base_ms", "currency", b"currency", "family", b"family", "free_only", b"free_only", "limit", b"limit", "max_entry_fee_minor", b"max_entry_fee_minor"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["base_ms", b"base_ms", "currency", b"currency", "disconnect_policy", b"disconnect_policy", "family", b"family", "free_only", b"free_only", "limit", b"limit", "max_entry_fee_minor", b"max_entry_fee_minor"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -364,9 +388,10 @@ class EnterQueueRequest(_message.Message):
     TIME_CONTROL_FIELD_NUMBER: _builtins.int
     ENTRY_FEE_MINOR_FIELD_NUMBER: _builtins.int
     CURRENCY_FIELD_NUMBER: _builtins.int
+    DISCONNECT_POLICY_FIELD_NUMBER: _builtins.int
     family: _builtins.str
-    """Required: the game family, "backgammon", "chess", "gin" or "go" (any other is INVALID_ARGUMENT; a
-    family with no rules shard configured is UNAVAILABLE).
+    """Required: the game family, "backgammon", "chess", "generals", "gin" or "go" (any other is
+    INVALID_ARGUMENT; a family with no rules shard configured is UNAVAILABLE).
     Rules: required.
     """
     entry_fee_minor: _builtins.int
@@ -378,20 +403,35 @@ class EnterQueueRequest(_message.Message):
     XTS/XXX are refused); INVALID_ARGUMENT otherwise.
     Rules: required.
     """
+    disconnect_policy: _matchmaking_pb2.DisconnectPolicy.ValueType
+    """What the match does with a player who disconnects; DISCONNECT_POLICY_UNSPECIFIED means
+    DISCONNECT_POLICY_FORFEIT. Part of the pool: players are paired only with the same policy.
+    DISCONNECT_POLICY_STAND_IN for a family without a stand-in is INVALID_ARGUMENT (OPTIONS_NOT_OFFERED).
+    Rules: a defined value.
+    """
     @_builtins.property
     def options(self) -> _rules_pb2.MatchOptions:
-        """The family's options; unset means its defaults. Chess: ruleset contest or FIDE, no initial_fen. Gin: any
-        variant, hands_to_win 0 or 3. Backgammon: the variant only (one game, no cube). Go: any size, handicap,
-        komi and scoring. Options of another family are INVALID_ARGUMENT.
+        """The family's options; unset means its defaults (docs/matchmaking.md, "What a lobby table offers").
+        Backgammon: any variant; one game (match_to 0, gammons off) or a match to 1, 3, 5 or 9 points with
+        the Crawford rule (gammons on); auto_roll and auto_bearoff as chosen; never the cube (so no beavers,
+        automatic doubles or Jacoby). Chess: ruleset contest or FIDE from the initial position (no
+        initial_fen), or Skirmish Chess (FIDE) with any preset, odds and draw rule, duel clocks of 30, 60 or
+        120 s plus 0, 2 or 5 s and a countdown of 0, 3 or 5 s. Game of the Generals: its one ruleset. Gin: any
+        variant, first to 3 hands (hands_to_win 0 or 3). Go: any size, handicap, komi and scoring. Options the
+        lobby does not offer are INVALID_ARGUMENT (OPTIONS_NOT_OFFERED, saying what it offers); options of
+        another family are INVALID_ARGUMENT (WRONG_FAMILY).
         """
 
     @_builtins.property
     def time_control(self) -> _rules_pb2.TimeControl:
-        """Required: one of the family's lobby clocks (INVALID_ARGUMENT otherwise). Chess and backgammon: base_ms
-        of 3, 5, 10, 20 or 30 minutes, nothing else set. Gin: base_ms of 5, 10, 15, 20 or 30 minutes for the
+        """Required: one of the family's lobby clocks (INVALID_ARGUMENT otherwise). Chess: base_ms of 3, 5, 10,
+        20 or 30 minutes, nothing else set. Backgammon: the same, or seed 002's capped-bonus clocks (base_ms
+        30000, increment_ms 10000, increment_within_ms 10000, cap_ms 30000; or base_ms 120000, increment_ms
+        20000, increment_within_ms 20000, cap_ms 120000). Gin: base_ms of 5, 10, 15, 20 or 30 minutes for the
         match plus increment_ms of 0, 5000 or 10000, nothing else set. Go: base_ms of 5, 10, 20, 30 or 60
         minutes plus either increment_ms of 0, 10000 or 20000, or byo-yomi of 5 periods of 30000 ms or 3 of
-        60000 ms.
+        60000 ms. Game of the Generals: a per-move clock, base_ms 0, periods 3 and period_ms of 30000, 60000
+        or 120000.
         Rules: required.
         """
 
@@ -403,10 +443,11 @@ class EnterQueueRequest(_message.Message):
         time_control: _rules_pb2.TimeControl | None = ...,
         entry_fee_minor: _builtins.int = ...,
         currency: _builtins.str = ...,
+        disconnect_policy: _matchmaking_pb2.DisconnectPolicy.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options", "time_control", b"time_control"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["currency", b"currency", "entry_fee_minor", b"entry_fee_minor", "family", b"family", "options", b"options", "time_control", b"time_control"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["currency", b"currency", "disconnect_policy", b"disconnect_policy", "entry_fee_minor", b"entry_fee_minor", "family", b"family", "options", b"options", "time_control", b"time_control"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -422,7 +463,9 @@ class EnterQueueResponse(_message.Message):
     RATING_FIELD_NUMBER: _builtins.int
     ENTERED_AT_MS_FIELD_NUMBER: _builtins.int
     pool: _builtins.str
-    """The pool the player waits in: family, options, clock and fee must all match to pair."""
+    """The pool the player waits in: family, options, clock, fee and disconnect policy must all match to
+    pair.
+    """
     rating: _builtins.int
     """The caller's rating in the family, used for pairing (1500 for a new player)."""
     entered_at_ms: _builtins.int
@@ -971,8 +1014,13 @@ class GetMatchResponse(_message.Message):
     OPTIONS_FIELD_NUMBER: _builtins.int
     TIME_CONTROL_FIELD_NUMBER: _builtins.int
     SEAT_FIELD_NUMBER: _builtins.int
+    STAND_IN_AFTER_MS_FIELD_NUMBER: _builtins.int
     seat: _builtins.int
     """The caller's seat, when they are seated."""
+    stand_in_after_ms: _builtins.int
+    """The match's disconnect policy: 0, the platform's forfeit rule; otherwise how long a seat stays
+    disconnected before the family's stand-in plays it (a table's DISCONNECT_POLICY_STAND_IN: 120000).
+    """
     @_builtins.property
     def update(self) -> _rules_pb2.MatchUpdate:
         """The match's latest update as the caller sees it."""
@@ -997,10 +1045,11 @@ class GetMatchResponse(_message.Message):
         options: _rules_pb2.MatchOptions | None = ...,
         time_control: _rules_pb2.TimeControl | None = ...,
         seat: _builtins.int | None = ...,
+        stand_in_after_ms: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "options", b"options", "seat", b"seat", "time_control", b"time_control", "update", b"update"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "options", b"options", "seat", b"seat", "seats", b"seats", "time_control", b"time_control", "update", b"update"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "options", b"options", "seat", b"seat", "seats", b"seats", "stand_in_after_ms", b"stand_in_after_ms", "time_control", b"time_control", "update", b"update"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__seat: _TypeAlias = _typing.Literal["seat"]  # noqa: Y015
     _WhichOneofArgType__seat: _TypeAlias = _typing.Literal["_seat", b"_seat"]  # noqa: Y015

@@ -80,6 +80,44 @@ TABLE_STATUS_CANCELLED: TableStatus.ValueType  # 5
 """Cancelled by its creator before it filled."""
 Global___TableStatus: _TypeAlias = TableStatus  # noqa: Y015
 
+class _DisconnectPolicy:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _DisconnectPolicyEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_DisconnectPolicy.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    DISCONNECT_POLICY_UNSPECIFIED: _DisconnectPolicy.ValueType  # 0
+    """Not set: read as DISCONNECT_POLICY_FORFEIT, the platform's rule (a table never shows it)."""
+    DISCONNECT_POLICY_FORFEIT: _DisconnectPolicy.ValueType  # 1
+    """The platform's rule (seed 000): a player disconnected for 60 s after play has begun forfeits;
+    reconnecting sooner cancels the forfeit. Every family offers it.
+    """
+    DISCONNECT_POLICY_STAND_IN: _DisconnectPolicy.ValueType  # 2
+    """Seed 002's ghost player: a player disconnected for 120 s is played by the family's stand-in whenever
+    it is their turn, until they are back; nobody forfeits for a disconnection, and the stakes are
+    refunded when the stand-in's seat wins (Result.settlement). Only families with a stand-in offer it
+    (backgammon and gin today); any other is INVALID_ARGUMENT (OPTIONS_NOT_OFFERED).
+    """
+
+class DisconnectPolicy(_DisconnectPolicy, metaclass=_DisconnectPolicyEnumTypeWrapper):
+    """DisconnectPolicy is what a table's match does with a player who loses their connection once play has
+    begun (docs/match-runtime.md, "Stand-ins"; docs/matchmaking.md, "What a lobby table offers").
+    """
+
+DISCONNECT_POLICY_UNSPECIFIED: DisconnectPolicy.ValueType  # 0
+"""Not set: read as DISCONNECT_POLICY_FORFEIT, the platform's rule (a table never shows it)."""
+DISCONNECT_POLICY_FORFEIT: DisconnectPolicy.ValueType  # 1
+"""The platform's rule (seed 000): a player disconnected for 60 s after play has begun forfeits;
+reconnecting sooner cancels the forfeit. Every family offers it.
+"""
+DISCONNECT_POLICY_STAND_IN: DisconnectPolicy.ValueType  # 2
+"""Seed 002's ghost player: a player disconnected for 120 s is played by the family's stand-in whenever
+it is their turn, until they are back; nobody forfeits for a disconnection, and the stakes are
+refunded when the stand-in's seat wins (Result.settlement). Only families with a stand-in offer it
+(backgammon and gin today); any other is INVALID_ARGUMENT (OPTIONS_NOT_OFFERED).
+"""
+Global___DisconnectPolicy: _TypeAlias = DisconnectPolicy  # noqa: Y015
+
 @_typing.final
 class TableSeat(_message.Message):
     """TableSeat is a seat of a table."""
@@ -124,10 +162,11 @@ class Table(_message.Message):
     STATUS_FIELD_NUMBER: _builtins.int
     MATCH_ID_FIELD_NUMBER: _builtins.int
     CREATED_AT_MS_FIELD_NUMBER: _builtins.int
+    DISCONNECT_POLICY_FIELD_NUMBER: _builtins.int
     table_id: _builtins.str
     """The table's id, chosen by matchmaking."""
     family: _builtins.str
-    """The game family: "backgammon", "chess", "gin" or "go"."""
+    """The game family: "backgammon", "chess", "generals", "gin" or "go"."""
     entry_fee_minor: _builtins.int
     """The entry fee in the currency's minor units (cents)."""
     currency: _builtins.str
@@ -142,6 +181,10 @@ class Table(_message.Message):
     """Set once the table filled."""
     created_at_ms: _builtins.int
     """When the table was created, Unix milliseconds."""
+    disconnect_policy: Global___DisconnectPolicy.ValueType
+    """What its match does with a player who disconnects: DISCONNECT_POLICY_FORFEIT or
+    DISCONNECT_POLICY_STAND_IN (never unspecified; a table created without one has the forfeit rule).
+    """
     @_builtins.property
     def options(self) -> _rules_pb2.MatchOptions:
         """The options the match will have."""
@@ -169,10 +212,11 @@ class Table(_message.Message):
         status: Global___TableStatus.ValueType = ...,
         match_id: _builtins.str = ...,
         created_at_ms: _builtins.int = ...,
+        disconnect_policy: Global___DisconnectPolicy.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options", "time_control", b"time_control"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_at_ms", b"created_at_ms", "creator_id", b"creator_id", "currency", b"currency", "entry_fee_minor", b"entry_fee_minor", "family", b"family", "match_id", b"match_id", "options", b"options", "seats", b"seats", "status", b"status", "table_id", b"table_id", "time_control", b"time_control", "visibility", b"visibility"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_at_ms", b"created_at_ms", "creator_id", b"creator_id", "currency", b"currency", "disconnect_policy", b"disconnect_policy", "entry_fee_minor", b"entry_fee_minor", "family", b"family", "match_id", b"match_id", "options", b"options", "seats", b"seats", "status", b"status", "table_id", b"table_id", "time_control", b"time_control", "visibility", b"visibility"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -194,14 +238,15 @@ class CreateTableRequest(_message.Message):
     CURRENCY_FIELD_NUMBER: _builtins.int
     VISIBILITY_FIELD_NUMBER: _builtins.int
     IDEMPOTENCY_KEY_FIELD_NUMBER: _builtins.int
+    DISCONNECT_POLICY_FIELD_NUMBER: _builtins.int
     player_id: _builtins.str
     """Required: the player, 1-128 characters of A-Z a-z 0-9 . _ : @ - (INVALID_ARGUMENT otherwise); the gateway
     fills it from the caller's token.
     Rules: required; 1-128 characters; pattern ^[A-Za-z0-9._:@-]+$.
     """
     family: _builtins.str
-    """Required: the game family, "backgammon", "chess", "gin" or "go" (any other is INVALID_ARGUMENT; a
-    family with no rules shard configured is UNAVAILABLE).
+    """Required: the game family, "backgammon", "chess", "generals", "gin" or "go" (any other is
+    INVALID_ARGUMENT; a family with no rules shard configured is UNAVAILABLE).
     Rules: required.
     """
     entry_fee_minor: _builtins.int
@@ -221,20 +266,35 @@ class CreateTableRequest(_message.Message):
     """Required, 1-128 characters, chosen by the client; a second table with the same key is ALREADY_EXISTS.
     Rules: required; 1-128 characters.
     """
+    disconnect_policy: Global___DisconnectPolicy.ValueType
+    """What the match does with a player who disconnects; DISCONNECT_POLICY_UNSPECIFIED means
+    DISCONNECT_POLICY_FORFEIT, the platform's rule. DISCONNECT_POLICY_STAND_IN for a family without a
+    stand-in is INVALID_ARGUMENT (OPTIONS_NOT_OFFERED).
+    Rules: a defined value.
+    """
     @_builtins.property
     def options(self) -> _rules_pb2.MatchOptions:
-        """The family's options; unset means its defaults. Chess: ruleset contest or FIDE, no initial_fen. Gin: any
-        variant, hands_to_win 0 or 3. Backgammon: the variant only (one game, no cube). Go: any size, handicap,
-        komi and scoring. Options of another family are INVALID_ARGUMENT.
+        """The family's options; unset means its defaults (docs/matchmaking.md, "What a lobby table offers").
+        Backgammon: any variant; one game (match_to 0, gammons off) or a match to 1, 3, 5 or 9 points with
+        the Crawford rule (gammons on); auto_roll and auto_bearoff as chosen; never the cube (so no beavers,
+        automatic doubles or Jacoby). Chess: ruleset contest or FIDE from the initial position (no
+        initial_fen), or Skirmish Chess (FIDE) with any preset, odds and draw rule, duel clocks of 30, 60 or
+        120 s plus 0, 2 or 5 s and a countdown of 0, 3 or 5 s. Game of the Generals: its one ruleset. Gin: any
+        variant, first to 3 hands (hands_to_win 0 or 3). Go: any size, handicap, komi and scoring. Options the
+        lobby does not offer are INVALID_ARGUMENT (OPTIONS_NOT_OFFERED, saying what it offers); options of
+        another family are INVALID_ARGUMENT (WRONG_FAMILY).
         """
 
     @_builtins.property
     def time_control(self) -> _rules_pb2.TimeControl:
-        """Required: one of the family's lobby clocks (INVALID_ARGUMENT otherwise). Chess and backgammon: base_ms
-        of 3, 5, 10, 20 or 30 minutes, nothing else set. Gin: base_ms of 5, 10, 15, 20 or 30 minutes for the
+        """Required: one of the family's lobby clocks (INVALID_ARGUMENT otherwise). Chess: base_ms of 3, 5, 10,
+        20 or 30 minutes, nothing else set. Backgammon: the same, or seed 002's capped-bonus clocks (base_ms
+        30000, increment_ms 10000, increment_within_ms 10000, cap_ms 30000; or base_ms 120000, increment_ms
+        20000, increment_within_ms 20000, cap_ms 120000). Gin: base_ms of 5, 10, 15, 20 or 30 minutes for the
         match plus increment_ms of 0, 5000 or 10000, nothing else set. Go: base_ms of 5, 10, 20, 30 or 60
         minutes plus either increment_ms of 0, 10000 or 20000, or byo-yomi of 5 periods of 30000 ms or 3 of
-        60000 ms.
+        60000 ms. Game of the Generals: a per-move clock, base_ms 0, periods 3 and period_ms of 30000, 60000
+        or 120000.
         Rules: required.
         """
 
@@ -249,10 +309,11 @@ class CreateTableRequest(_message.Message):
         currency: _builtins.str = ...,
         visibility: Global___Visibility.ValueType = ...,
         idempotency_key: _builtins.str = ...,
+        disconnect_policy: Global___DisconnectPolicy.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options", "time_control", b"time_control"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["currency", b"currency", "entry_fee_minor", b"entry_fee_minor", "family", b"family", "idempotency_key", b"idempotency_key", "options", b"options", "player_id", b"player_id", "time_control", b"time_control", "visibility", b"visibility"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["currency", b"currency", "disconnect_policy", b"disconnect_policy", "entry_fee_minor", b"entry_fee_minor", "family", b"family", "idempotency_key", b"idempotency_key", "options", b"options", "player_id", b"player_id", "time_control", b"time_control", "visibility", b"visibility"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -294,8 +355,10 @@ class ListTablesRequest(_message.Message):
     BASE_MS_FIELD_NUMBER: _builtins.int
     LIMIT_FIELD_NUMBER: _builtins.int
     FREE_ONLY_FIELD_NUMBER: _builtins.int
+    DISCONNECT_POLICY_FIELD_NUMBER: _builtins.int
     family: _builtins.str
-    """Required: the game family, "backgammon", "chess", "gin" or "go" (any other is INVALID_ARGUMENT).
+    """Required: the game family, "backgammon", "chess", "generals", "gin" or "go" (any other is
+    INVALID_ARGUMENT).
     Rules: required.
     """
     max_entry_fee_minor: _builtins.int
@@ -310,6 +373,10 @@ class ListTablesRequest(_message.Message):
     """At most this many tables, oldest first (0: 100)."""
     free_only: _builtins.bool
     """Only free tables (an entry fee of 0); max_entry_fee_minor cannot say that, as 0 there means any."""
+    disconnect_policy: Global___DisconnectPolicy.ValueType
+    """Only tables with this disconnect policy (DISCONNECT_POLICY_UNSPECIFIED: any).
+    Rules: a defined value.
+    """
     def __init__(
         self,
         *,
@@ -319,10 +386,11 @@ class ListTablesRequest(_message.Message):
         base_ms: _builtins.int = ...,
         limit: _builtins.int = ...,
         free_only: _builtins.bool = ...,
+        disconnect_policy: Global___DisconnectPolicy.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["base_ms", b"base_ms", "currency", b"currency", "family", b"family", "free_only", b"free_only", "limit", b"limit", "max_entry_fee_minor", b"max_entry_fee_minor"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["base_ms", b"base_ms", "currency", b"currency", "disconnect_policy", b"disconnect_policy", "family", b"family", "free_only", b"free_only", "limit", b"limit", "max_entry_fee_minor", b"max_entry_fee_minor"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -478,14 +546,15 @@ class EnterQueueRequest(_message.Message):
     TIME_CONTROL_FIELD_NUMBER: _builtins.int
     ENTRY_FEE_MINOR_FIELD_NUMBER: _builtins.int
     CURRENCY_FIELD_NUMBER: _builtins.int
+    DISCONNECT_POLICY_FIELD_NUMBER: _builtins.int
     player_id: _builtins.str
     """Required: the player, 1-128 characters of A-Z a-z 0-9 . _ : @ - (INVALID_ARGUMENT otherwise); the gateway
     fills it from the caller's token.
     Rules: required; 1-128 characters; pattern ^[A-Za-z0-9._:@-]+$.
     """
     family: _builtins.str
-    """Required: the game family, "backgammon", "chess", "gin" or "go" (any other is INVALID_ARGUMENT; a
-    family with no rules shard configured is UNAVAILABLE).
+    """Required: the game family, "backgammon", "chess", "generals", "gin" or "go" (any other is
+    INVALID_ARGUMENT; a family with no rules shard configured is UNAVAILABLE).
     Rules: required.
     """
     entry_fee_minor: _builtins.int
@@ -497,20 +566,35 @@ class EnterQueueRequest(_message.Message):
     XTS/XXX are refused); INVALID_ARGUMENT otherwise.
     Rules: required.
     """
+    disconnect_policy: Global___DisconnectPolicy.ValueType
+    """What the match does with a player who disconnects; DISCONNECT_POLICY_UNSPECIFIED means
+    DISCONNECT_POLICY_FORFEIT. Part of the pool: players are paired only with the same policy.
+    DISCONNECT_POLICY_STAND_IN for a family without a stand-in is INVALID_ARGUMENT (OPTIONS_NOT_OFFERED).
+    Rules: a defined value.
+    """
     @_builtins.property
     def options(self) -> _rules_pb2.MatchOptions:
-        """The family's options; unset means its defaults. Chess: ruleset contest or FIDE, no initial_fen. Gin: any
-        variant, hands_to_win 0 or 3. Backgammon: the variant only (one game, no cube). Go: any size, handicap,
-        komi and scoring. Options of another family are INVALID_ARGUMENT.
+        """The family's options; unset means its defaults (docs/matchmaking.md, "What a lobby table offers").
+        Backgammon: any variant; one game (match_to 0, gammons off) or a match to 1, 3, 5 or 9 points with
+        the Crawford rule (gammons on); auto_roll and auto_bearoff as chosen; never the cube (so no beavers,
+        automatic doubles or Jacoby). Chess: ruleset contest or FIDE from the initial position (no
+        initial_fen), or Skirmish Chess (FIDE) with any preset, odds and draw rule, duel clocks of 30, 60 or
+        120 s plus 0, 2 or 5 s and a countdown of 0, 3 or 5 s. Game of the Generals: its one ruleset. Gin: any
+        variant, first to 3 hands (hands_to_win 0 or 3). Go: any size, handicap, komi and scoring. Options the
+        lobby does not offer are INVALID_ARGUMENT (OPTIONS_NOT_OFFERED, saying what it offers); options of
+        another family are INVALID_ARGUMENT (WRONG_FAMILY).
         """
 
     @_builtins.property
     def time_control(self) -> _rules_pb2.TimeControl:
-        """Required: one of the family's lobby clocks (INVALID_ARGUMENT otherwise). Chess and backgammon: base_ms
-        of 3, 5, 10, 20 or 30 minutes, nothing else set. Gin: base_ms of 5, 10, 15, 20 or 30 minutes for the
+        """Required: one of the family's lobby clocks (INVALID_ARGUMENT otherwise). Chess: base_ms of 3, 5, 10,
+        20 or 30 minutes, nothing else set. Backgammon: the same, or seed 002's capped-bonus clocks (base_ms
+        30000, increment_ms 10000, increment_within_ms 10000, cap_ms 30000; or base_ms 120000, increment_ms
+        20000, increment_within_ms 20000, cap_ms 120000). Gin: base_ms of 5, 10, 15, 20 or 30 minutes for the
         match plus increment_ms of 0, 5000 or 10000, nothing else set. Go: base_ms of 5, 10, 20, 30 or 60
         minutes plus either increment_ms of 0, 10000 or 20000, or byo-yomi of 5 periods of 30000 ms or 3 of
-        60000 ms.
+        60000 ms. Game of the Generals: a per-move clock, base_ms 0, periods 3 and period_ms of 30000, 60000
+        or 120000.
         Rules: required.
         """
 
@@ -523,10 +607,11 @@ class EnterQueueRequest(_message.Message):
         time_control: _rules_pb2.TimeControl | None = ...,
         entry_fee_minor: _builtins.int = ...,
         currency: _builtins.str = ...,
+        disconnect_policy: Global___DisconnectPolicy.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options", "time_control", b"time_control"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["currency", b"currency", "entry_fee_minor", b"entry_fee_minor", "family", b"family", "options", b"options", "player_id", b"player_id", "time_control", b"time_control"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["currency", b"currency", "disconnect_policy", b"disconnect_policy", "entry_fee_minor", b"entry_fee_minor", "family", b"family", "options", b"options", "player_id", b"player_id", "time_control", b"time_control"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -542,7 +627,9 @@ class EnterQueueResponse(_message.Message):
     RATING_FIELD_NUMBER: _builtins.int
     ENTERED_AT_MS_FIELD_NUMBER: _builtins.int
     pool: _builtins.str
-    """The pool the player waits in: family, options, clock and fee must all match to pair."""
+    """The pool the player waits in: family, options, clock, fee and disconnect policy must all match to
+    pair.
+    """
     rating: _builtins.int
     """The player's rating in the family, used for pairing (1500 for a new player)."""
     entered_at_ms: _builtins.int

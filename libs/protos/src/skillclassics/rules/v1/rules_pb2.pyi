@@ -1080,6 +1080,11 @@ class GetMatchResponse(_message.Message):
     SEATS_FIELD_NUMBER: _builtins.int
     OPTIONS_FIELD_NUMBER: _builtins.int
     TIME_CONTROL_FIELD_NUMBER: _builtins.int
+    STAND_IN_AFTER_MS_FIELD_NUMBER: _builtins.int
+    stand_in_after_ms: _builtins.int
+    """The match's disconnect policy as created (CreateMatchRequest.stand_in_after_ms): 0, the platform's
+    forfeit rule; otherwise how long a seat stays disconnected before the family's stand-in plays it.
+    """
     @_builtins.property
     def update(self) -> Global___MatchUpdate:
         """The match's latest update as the viewer sees it."""
@@ -1103,10 +1108,11 @@ class GetMatchResponse(_message.Message):
         seats: _abc.Iterable[Global___SeatAssignment] | None = ...,
         options: Global___MatchOptions | None = ...,
         time_control: Global___TimeControl | None = ...,
+        stand_in_after_ms: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options", "time_control", b"time_control", "update", b"update"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["options", b"options", "seats", b"seats", "time_control", b"time_control", "update", b"update"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["options", b"options", "seats", b"seats", "stand_in_after_ms", b"stand_in_after_ms", "time_control", b"time_control", "update", b"update"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1683,3 +1689,52 @@ class Refusal(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Refusal: _TypeAlias = Refusal  # noqa: Y015
+
+@_typing.final
+class GetLoadRequest(_message.Message):
+    """GetLoadRequest asks a shard for its load now."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetLoadRequest: _TypeAlias = GetLoadRequest  # noqa: Y015
+
+@_typing.final
+class GetLoadResponse(_message.Message):
+    """GetLoadResponse is a shard's load now."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FAMILY_FIELD_NUMBER: _builtins.int
+    SHARD_FIELD_NUMBER: _builtins.int
+    LIVE_MATCHES_FIELD_NUMBER: _builtins.int
+    family: _builtins.str
+    """The family the shard serves, e.g. "chess"."""
+    shard: _builtins.int
+    """The shard's number, as in its match ids ("chess.<shard>.<unique>")."""
+    live_matches: _builtins.int
+    """The matches it holds that are not over: live, or waiting for their first move, those created
+    directly by another backend (tournaments) included.
+    """
+    def __init__(
+        self,
+        *,
+        family: _builtins.str = ...,
+        shard: _builtins.int = ...,
+        live_matches: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["family", b"family", "live_matches", b"live_matches", "shard", b"shard"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetLoadResponse: _TypeAlias = GetLoadResponse  # noqa: Y015

@@ -86,6 +86,11 @@ class RulesServiceStub:
                 request_serializer=skillclassics_dot_rules_dot_v1_dot_rules__pb2.ExchangeRequest.SerializeToString,
                 response_deserializer=skillclassics_dot_rules_dot_v1_dot_rules__pb2.ExchangeResponse.FromString,
                 _registered_method=True)
+        self.GetLoad = channel.unary_unary(
+                '/skillclassics.rules.v1.RulesService/GetLoad',
+                request_serializer=skillclassics_dot_rules_dot_v1_dot_rules__pb2.GetLoadRequest.SerializeToString,
+                response_deserializer=skillclassics_dot_rules_dot_v1_dot_rules__pb2.GetLoadResponse.FromString,
+                _registered_method=True)
 
 
 class RulesServiceServicer:
@@ -178,6 +183,15 @@ class RulesServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetLoad(self, request, context):
+        """GetLoad tells how many matches this shard holds that are not over (live, or waiting for their first
+        move), whoever created them: matchmaking places each new match on the least loaded live shard of its
+        family by it (docs/matchmaking.md, "Placement").
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RulesServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -225,6 +239,11 @@ def add_RulesServiceServicer_to_server(servicer, server):
                     servicer.Exchange,
                     request_deserializer=skillclassics_dot_rules_dot_v1_dot_rules__pb2.ExchangeRequest.FromString,
                     response_serializer=skillclassics_dot_rules_dot_v1_dot_rules__pb2.ExchangeResponse.SerializeToString,
+            ),
+            'GetLoad': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetLoad,
+                    request_deserializer=skillclassics_dot_rules_dot_v1_dot_rules__pb2.GetLoadRequest.FromString,
+                    response_serializer=skillclassics_dot_rules_dot_v1_dot_rules__pb2.GetLoadResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -477,6 +496,33 @@ class RulesService:
             '/skillclassics.rules.v1.RulesService/Exchange',
             skillclassics_dot_rules_dot_v1_dot_rules__pb2.ExchangeRequest.SerializeToString,
             skillclassics_dot_rules_dot_v1_dot_rules__pb2.ExchangeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetLoad(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/skillclassics.rules.v1.RulesService/GetLoad',
+            skillclassics_dot_rules_dot_v1_dot_rules__pb2.GetLoadRequest.SerializeToString,
+            skillclassics_dot_rules_dot_v1_dot_rules__pb2.GetLoadResponse.FromString,
             options,
             channel_credentials,
             insecure,

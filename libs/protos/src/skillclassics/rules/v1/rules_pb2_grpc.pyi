@@ -82,6 +82,11 @@ class RulesServiceStub:
     stream them, until an unwatch or a refusal ends it. Closing the stream ends its watches; submits
     already received are still applied.
     """
+    GetLoad: _grpc.UnaryUnaryMultiCallable[_rules_pb2.GetLoadRequest, _rules_pb2.GetLoadResponse]
+    """GetLoad tells how many matches this shard holds that are not over (live, or waiting for their first
+    move), whoever created them: matchmaking places each new match on the least loaded live shard of its
+    family by it (docs/matchmaking.md, "Placement").
+    """
 
 @_typing.type_check_only
 class RulesServiceAsyncStub(RulesServiceStub):
@@ -136,6 +141,11 @@ class RulesServiceAsyncStub(RulesServiceStub):
     refused), exactly as SubmitAction would answer it; a watch gets updates, exactly as Watch would
     stream them, until an unwatch or a refusal ends it. Closing the stream ends its watches; submits
     already received are still applied.
+    """
+    GetLoad: _aio.UnaryUnaryMultiCallable[_rules_pb2.GetLoadRequest, _rules_pb2.GetLoadResponse]  # type: ignore[assignment]
+    """GetLoad tells how many matches this shard holds that are not over (live, or waiting for their first
+    move), whoever created them: matchmaking places each new match on the least loaded live shard of its
+    family by it (docs/matchmaking.md, "Placement").
     """
 
 class RulesServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -242,6 +252,17 @@ class RulesServiceServicer(metaclass=_abc_1.ABCMeta):
         refused), exactly as SubmitAction would answer it; a watch gets updates, exactly as Watch would
         stream them, until an unwatch or a refusal ends it. Closing the stream ends its watches; submits
         already received are still applied.
+        """
+
+    @_abc_1.abstractmethod
+    def GetLoad(
+        self,
+        request: _rules_pb2.GetLoadRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_rules_pb2.GetLoadResponse, _abc.Awaitable[_rules_pb2.GetLoadResponse]]:
+        """GetLoad tells how many matches this shard holds that are not over (live, or waiting for their first
+        move), whoever created them: matchmaking places each new match on the least loaded live shard of its
+        family by it (docs/matchmaking.md, "Placement").
         """
 
 def add_RulesServiceServicer_to_server(servicer: RulesServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
