@@ -197,14 +197,25 @@ class Clock:
         is running, and :class:`FlagFallenError` (the clock unchanged) if ``now_ms`` is at or after
         :meth:`flag_at_ms`: a late move never counts silently.
         """
+        return self._end_turn(now_ms, to_move, "press", earns_increment=True)
+
+    def pass_turn(self, now_ms: int, *, to_move: int) -> PressResult:
+        """The mover's turn ended at ``now_ms`` without a move of theirs (a backgammon roll with no legal
+        play forfeits the turn): charge it as a move, with no increment or bonus (nothing was played),
+        and run ``to_move``'s turn. Raises as :meth:`press` does."""
+        return self._end_turn(now_ms, to_move, "pass the turn", earns_increment=False)
+
+    def _end_turn(
+        self, now_ms: int, to_move: int | None, action: str, *, earns_increment: bool
+    ) -> PressResult:
         self._check_now(now_ms)
-        mover = self._require_running("press")
+        mover = self._require_running(action)
         following = (mover + 1) % len(self.seats) if to_move is None else self._check_seat(to_move)
         charged = self.elapsed_ms(now_ms)
         before = self.seats[mover]
         if charged >= self.control.limit_ms(before):
             raise FlagFallenError(mover, self._flag_instant(mover))
-        after = self.control.after_move(before, charged)
+        after = self.control.after_move(before, charged, earns_increment=earns_increment)
         clock = Clock(self.control, self._with_seat(mover, after), following, 0, now_ms)
         return PressResult(
             clock=clock,

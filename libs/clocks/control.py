@@ -231,17 +231,19 @@ class TimeControl:
             in_periods = self.periods > 0
         return SeatStatus(remaining, limit - elapsed, periods_left, self.periods - periods_left, in_periods)
 
-    def after_move(self, seat: SeatTime, elapsed_ms: int) -> SeatTime:
+    def after_move(self, seat: SeatTime, elapsed_ms: int, *, earns_increment: bool = True) -> SeatTime:
         """``seat``'s time after a move that took ``elapsed_ms``, which must be below :meth:`limit_ms`.
 
-        A move completed in main time is charged and earns the increment it qualifies for; a move
+        A move completed in main time is charged and earns the increment it qualifies for (none when
+        ``earns_increment`` is false: a turn that ended without a move of the seat's own); a move
         completed in the periods uses up the periods that ran out and leaves main time at 0.
         """
         check_count("elapsed_ms", elapsed_ms, InvalidInstantError)
         if elapsed_ms >= self.limit_ms(seat):
             raise ClockStateError(f"a move that took {elapsed_ms} ms completed after the flag")
         if elapsed_ms < seat.main_ms:
-            return SeatTime(self._credit(seat.main_ms - elapsed_ms, elapsed_ms), seat.periods_left)
+            left = seat.main_ms - elapsed_ms
+            return SeatTime(self._credit(left, elapsed_ms) if earns_increment else left, seat.periods_left)
         return SeatTime(0, self.status(seat, elapsed_ms).periods_left)
 
     def _credit(self, left_ms: int, elapsed_ms: int) -> int:

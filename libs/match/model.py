@@ -378,7 +378,7 @@ def step(family: Family, record: MatchRecord, event: MatchEvent) -> MatchRecord:
             raise ValueError("the log has a phase deadline for a game in no timed phase")
         game = engine.on_phase_deadline(record.game)
         outcome = engine.outcome(game)
-        updated = replace(base, game=game)
+        updated = _turn_passed(family, replace(base, game=game), event.at_ms)
         return _in_phase(
             family, updated if outcome is None else _end(updated, outcome, event.at_ms), event.at_ms
         )
@@ -414,7 +414,9 @@ def step(family: Family, record: MatchRecord, event: MatchEvent) -> MatchRecord:
         values = tuple(int(v) for v in event.payload["values"])
         game = family.engine.apply_chance(record.game, request, values)
         outcome = family.engine.outcome(game)
-        updated = replace(base, game=game, draws=(*record.draws, DrawUsed(request, values)))
+        updated = _turn_passed(
+            family, replace(base, game=game, draws=(*record.draws, DrawUsed(request, values))), event.at_ms
+        )
         return _in_phase(
             family, updated if outcome is None else _end(updated, outcome, event.at_ms), event.at_ms
         )
@@ -467,6 +469,29 @@ def _in_phase(family: Family, record: MatchRecord, at_ms: int) -> MatchRecord:
         # The phase is over and someone is to move: their time runs from now (the turn's start).
         return replace(record, clock=clock.hand_over(at_ms, mover), phase_since_ms=None, turn_since_ms=at_ms)
     return record  # (a draw comes first: the clock waits for it, paused, and is handed over after)
+
+
+def _turn_passed(family: Family, record: MatchRecord, at_ms: int) -> MatchRecord:
+    """``record`` with its clock handed to the game's mover when something other than that seat's own
+    action passed the turn: a draw (a backgammon roll with no legal play forfeits the turn) or a phase's
+    deadline. The seat whose time was running is charged up to ``at_ms`` as for a move, with no increment
+    or bonus (it played nothing), and gets a clock mark; the next seat's time runs from ``at_ms``.
+    Without this the clock would run on for the seat that had passed, through the opponent's whole turn
+    (docs/match-runtime.md, "Time").
+
+    A seat whose flag fell before ``at_ms`` keeps the clock: the flag is what ends its turn, and the
+    runtime settles it first."""
+    clock = record.clock
+    if record.is_over or not clock.is_running or clock.is_flagged(at_ms):
+        return record
+    mover = family.engine.to_move(record.game)
+    running = clock.to_move
+    if mover is None or mover == running:
+        return record
+    assert running is not None
+    passed = clock.pass_turn(at_ms, to_move=mover).clock
+    mark = ClockMark(running, passed.remaining_ms(running, at_ms), at_ms)
+    return replace(record, clock=passed, clock_marks=(*record.clock_marks, mark), turn_since_ms=at_ms)
 
 
 def resumed(record: MatchRecord, down_from_ms: int, at_ms: int) -> MatchRecord:

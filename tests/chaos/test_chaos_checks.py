@@ -65,18 +65,31 @@ def test_a_move_charged_for_its_shards_downtime_fails_and_a_credited_one_passes(
     credited = chess_result([[0, 300_000, 1_000], [1, 299_000, 2_000], [0, 287_000, 20_000]])
     failed = downtime_not_charged(evidence(outages=[down], results={"chess.0.a": charged}))
     assert not failed.ok
-    assert "5000 ms of downtime charged" in failed.details[0]
+    assert "18000 ms turn (2000 to 20000), 5000 ms of it down (rules-chess SIGKILL)" in failed.details[0]
+    assert "5000 ms more than its time outside the outages" in failed.details[0]
     assert downtime_not_charged(evidence(outages=[down], results={"chess.0.a": credited})).ok
     gateway_down = Outage("gateway", "SIGTERM", 10_000, 15_000)  # not credited: noted, not failed
     noted = downtime_not_charged(evidence(outages=[gateway_down], results={"chess.0.a": charged}))
     assert noted.ok
-    assert "noted: 1 moves charged over 1000 ms while gateway SIGTERM was down" in noted.summary
+    assert "noted: 1 moves charged over 1000 ms" in noted.summary
+    assert "(down during the turn: gateway SIGTERM)" in noted.summary
     clock_down = Outage("clock", "SIGKILL", 10_000, 15_000)  # chess does not wait for the clock service
     assert downtime_not_charged(evidence(outages=[clock_down], results={"chess.0.a": charged})).ok
     within = chess_result(
         [[0, 300_000, 1_000], [1, 299_000, 2_000], [0, 287_000 - DOWNTIME_CHARGE_BOUND_MS, 20_000]]
     )
     assert downtime_not_charged(evidence(outages=[down], results={"chess.0.a": within})).ok
+
+
+def test_a_charge_no_outage_explains_fails_and_says_so() -> None:
+    # Black's clock lost 5 s over a 1 s turn while nothing was down (the clock ran for the wrong seat, as
+    # it did after a backgammon roll with no legal play before that was mended): the check names no fault.
+    down = Outage("rules-chess", "SIGKILL", 30_000, 35_000)
+    wrong = chess_result([[0, 300_000, 1_000], [1, 299_000, 2_000], [0, 299_000, 3_000], [1, 294_000, 4_000]])
+    failed = downtime_not_charged(evidence(outages=[down], results={"chess.0.a": wrong}))
+    assert not failed.ok
+    assert "1000 ms turn (3000 to 4000), 0 ms of it down (no outage)" in failed.details[0]
+    assert "(down during the turn: no outage)" in failed.summary
 
 
 def test_a_stream_silent_while_nothing_was_down_is_hung() -> None:

@@ -355,27 +355,32 @@ def downtime_not_charged(ev: Evidence) -> CheckResult:
             if excess > DOWNTIME_CHARGE_BOUND_MS:
                 problems.append(
                     f"{match_id}: seat {seat}'s move at {at} was charged {charge} ms for a {at - start} ms "
-                    f"turn of which {down} ms its shard was down ({excess} ms of downtime charged)"
+                    f"turn ({start} to {at}), {down} ms of it down "
+                    f"({_down_during(ev, credited, start, at)}): "
+                    f"{excess} ms more than its time outside the outages"
                 )
         for _seat, at, start, charge, down in _charges(ev, result, blocking):
             if charge - ((at - start) - down) > DOWNTIME_CHARGE_BOUND_MS:
-                during = sorted(
-                    {
-                        f"{o.target} {o.how}"
-                        for o in blocking
-                        if overlap((start, at), [o.window(ev.finished_ms)])
-                    }
-                )
-                noted[", ".join(during)] += 1
+                noted[_down_during(ev, blocking, start, at)] += 1
     return _result(
         f"shard downtime charged at most {DOWNTIME_CHARGE_BOUND_MS} ms",
         problems,
         f"{moves} moves judged, most shard downtime charged {max(worst, 0)} ms"
         + "".join(
-            f"; noted: {n} moves charged over {DOWNTIME_CHARGE_BOUND_MS} ms while {during} was down"
+            f"; noted: {n} moves charged over {DOWNTIME_CHARGE_BOUND_MS} ms more than their turn's time "
+            f"outside the outages (down during the turn: {during})"
             for during, n in sorted(noted.items())
         ),
     )
+
+
+def _down_during(ev: Evidence, outages: list[Outage], start: int, at: int) -> str:
+    """Which of ``outages`` overlapped the turn from ``start`` to ``at`` ("postgres stop-fast"), or "no
+    outage": a charge no outage explains."""
+    during = sorted(
+        {f"{o.target} {o.how}" for o in outages if overlap((start, at), [o.window(ev.finished_ms)])}
+    )
+    return ", ".join(during) or "no outage"
 
 
 # -- fairness and ratings --------------------------------------------------------------------------------

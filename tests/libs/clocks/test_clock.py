@@ -106,6 +106,24 @@ def test_press_may_name_the_next_seat() -> None:
     assert clock.elapsed_ms(1_000) == 0
 
 
+def test_a_passed_turn_is_charged_like_a_move_but_earns_nothing() -> None:
+    # Fischer: a press after 3.5 s earns the 1 s increment; a passed turn (a roll with no legal play) not.
+    result = Clock.new(BLITZ).start(1_000).pass_turn(4_500, to_move=1)
+    assert (result.seat, result.charged_ms, result.credited_ms, result.periods_used) == (0, 3_500, 0, 0)
+    assert result.clock.seats[0] == SeatTime(60 * S - 3_500)
+    assert (result.clock.to_move, result.clock.since_ms) == (1, 4_500)
+    # Seed 002's quick clock: the bonus for a move within 10 s is not earned by a turn that had no move.
+    quick = Clock.new(BACKGAMMON_QUICK).start(0).press(20_000).clock  # seat 0 down to 10 s, no bonus
+    assert quick.press(21_000).clock.seats[1] == SeatTime(30 * S)  # (seat 1 already at the 30 s cap)
+    assert quick.press(21_000).clock.press(22_000).clock.seats[0] == SeatTime(19 * S)  # a move: +10 s
+    assert quick.press(21_000).clock.pass_turn(22_000, to_move=1).clock.seats[0] == SeatTime(9 * S)
+    # Byo-yomi: periods run out as in a move, and one passed within a period keeps the rest.
+    byo = Clock.new(TimeControl.byo_yomi(10 * S, 3, 5 * S)).start(0)
+    assert byo.pass_turn(17_000, to_move=1).clock.seats[0] == SeatTime(0, 2)
+    with pytest.raises(FlagFallenError):
+        byo.pass_turn(25_000, to_move=1)
+
+
 def test_three_seats_take_turns_in_order() -> None:
     clock = Clock.new(TimeControl.sudden_death(10 * S), seat_count=3).start(0)
     movers = []
