@@ -18,6 +18,7 @@ from libs.launcher.registry import (
 from libs.launcher.stack import (
     TEST_PORT_OFFSETS,
     Endpoint,
+    PortInUse,
     ServiceExit,
     Stack,
     StartError,
@@ -28,6 +29,7 @@ from libs.launcher.stack import (
     find_free_port_offset,
     port_is_free,
     shifted_ports,
+    start_on_free_ports,
     worker_port_offsets,
 )
 
@@ -35,6 +37,7 @@ __all__ = [
     "SERVICES",
     "TEST_PORT_OFFSETS",
     "Endpoint",
+    "PortInUse",
     "ServiceExit",
     "ServiceSpec",
     "Stack",
@@ -52,5 +55,6 @@ __all__ = [
     "scale_out",
     "service_spec",
     "shifted_ports",
+    "start_on_free_ports",
     "worker_port_offsets",
 ]

@@ -23,7 +23,7 @@ import random
 import signal
 import socket
 import sys
-from collections.abc import Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -74,6 +74,11 @@ class StartError(RuntimeError):
         self.reason = reason
         self.returncode = returncode
         """The exit code when the process ended (negative: killed by that signal), else ``None``."""
+
+
+class PortInUse(StartError):
+    """A port of the stack was taken (by another stack, a test run beside this one) when a service was
+    about to start: :func:`start_on_free_ports` tries again on other ports."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -388,7 +393,7 @@ class Stack:
         ports = self.ports[spec.name]
         for port in (ports.grpc, ports.metrics, ports.health):
             if not port_is_free(self.bind_host, port):
-                raise StartError(
+                raise PortInUse(
                     spec.name,
                     f"port {port} on {self.bind_host} is already in use "
                     "(another stack running? shift the ports with --port-offset)",
@@ -561,6 +566,22 @@ def find_free_port_offset(
         if all(port_is_free(host, port) for pair in ports for port in (pair.grpc, pair.metrics, pair.health)):
             return offset
     raise RuntimeError(f"no port offset with free ports for {', '.join(names)} after {attempts} attempts")
+
+
+async def start_on_free_ports(build: Callable[[], Stack], *, attempts: int = 3) -> Stack:
+    """Start the stack ``build`` makes (on a port offset that was free when it chose it,
+    :func:`find_free_port_offset`); if another process took one of its ports before the stack started
+    (:class:`PortInUse`), build another and start that, up to ``attempts`` stacks in all."""
+    for attempt in range(1, attempts + 1):
+        stack = build()
+        try:
+            await stack.start()
+        except PortInUse:
+            if attempt == attempts:
+                raise
+            continue
+        return stack
+    raise ValueError(f"attempts must be at least 1, not {attempts}")
 
 
 async def check_health(address: str, *, service: str = "", rpc_timeout: float = 1.0) -> str:

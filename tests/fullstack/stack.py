@@ -18,7 +18,7 @@ import pytest_asyncio
 from skillclassics.gateway.v1 import gateway_pb2_grpc
 from skillclassics.rules.v1 import rules_pb2_grpc
 
-from libs.launcher import ServiceSpec, Stack, StartError
+from libs.launcher import ServiceSpec, Stack, start_on_free_ports
 from tests.conftest import BACKENDS, create_postgres_database, drop_postgres_database
 from tests.fullstack.helpers import Platform
 from tests.support import backend_channel, stack_port_offset
@@ -42,22 +42,16 @@ def stack_env(database_url: str, **settings: str) -> dict[str, str]:
 async def start_stack(
     env: dict[str, str], data_dir: str, services: tuple[ServiceSpec, ...] | None = None
 ) -> Stack:
-    """The stack (of ``services``, default every one) on a free port offset (once more if another test
-    run took a port meanwhile)."""
-    for attempt in range(3):
+    """The stack (of ``services``, default every one) on a free port offset in this worker's range
+    (another if another test run took a port meanwhile)."""
+
+    def build() -> Stack:
         if services is None:
-            stack = Stack(port_offset=stack_port_offset(), data_dir=data_dir, echo=False, env=env)
-        else:
-            offset = stack_port_offset(services)
-            stack = Stack(services, port_offset=offset, data_dir=data_dir, echo=False, env=env)
-        try:
-            await stack.start()
-        except StartError as error:
-            if "already in use" in error.reason and attempt < 2:
-                continue
-            raise
-        return stack
-    raise AssertionError("unreachable")
+            return Stack(port_offset=stack_port_offset(), data_dir=data_dir, echo=False, env=env)
+        offset = stack_port_offset(services)
+        return Stack(services, port_offset=offset, data_dir=data_dir, echo=False, env=env)
+
+    return await start_on_free_ports(build)
 
 
 class _Stacks:

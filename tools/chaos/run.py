@@ -17,7 +17,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
-from libs.launcher import Stack, StartError, find_free_port_offset
+from libs.launcher import Stack, find_free_port_offset, start_on_free_ports
 from libs.persistence.schema import (
     match_events,
     match_results,
@@ -50,19 +50,6 @@ def stack_env(database_url: str) -> dict[str, str]:
     }
 
 
-async def _start_stack(env: dict[str, str], data_dir: Path) -> Stack:
-    for attempt in range(3):
-        stack = Stack(port_offset=find_free_port_offset(), data_dir=data_dir, echo=False, env=env)
-        try:
-            await stack.start()
-        except StartError as error:
-            if "already in use" in error.reason and attempt < 2:
-                continue
-            raise
-        return stack
-    raise AssertionError("unreachable")
-
-
 async def run_chaos(config: ChaosConfig, *, say: Say = print) -> ChaosReport:
     """Run ``config`` and return the report (its :attr:`~ChaosReport.ok` says whether every check held)."""
     say(f"chaos: {config.describe()}")
@@ -70,7 +57,10 @@ async def run_chaos(config: ChaosConfig, *, say: Say = print) -> ChaosReport:
     data_dir = Path(tempfile.mkdtemp(prefix="skillclassics-chaos-"))
     try:
         database_url = await asyncio.to_thread(cluster.create_database, "chaos")
-        stack = await _start_stack({**stack_env(database_url), **config.extra_env}, data_dir)
+        env = {**stack_env(database_url), **config.extra_env}
+        stack = await start_on_free_ports(
+            lambda: Stack(port_offset=find_free_port_offset(), data_dir=data_dir, echo=False, env=env)
+        )
         try:
             return await _run(config, stack, cluster, database_url, data_dir, say)
         finally:

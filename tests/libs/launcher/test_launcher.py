@@ -19,6 +19,7 @@ from skillclassics.fairness.v1 import fairness_pb2, fairness_pb2_grpc
 from libs.launcher import (
     SERVICES,
     TEST_PORT_OFFSETS,
+    PortInUse,
     Stack,
     StartError,
     check_health,
@@ -29,6 +30,7 @@ from libs.launcher import (
     scale_out,
     service_spec,
     shifted_ports,
+    start_on_free_ports,
     worker_port_offsets,
 )
 from libs.launcher.stack import _all_or_none, _stages
@@ -116,9 +118,34 @@ async def test_stack_refuses_ports_in_use(tmp_path: Path, port_offset: int) -> N
         taken.bind(("127.0.0.1", DEFAULT_PORTS["fairness"].grpc + port_offset))
         taken.listen()
         stack = Stack([FAIRNESS], port_offset=port_offset, data_dir=tmp_path, echo=False)
-        with pytest.raises(StartError, match="already in use"):
+        with pytest.raises(PortInUse, match="already in use"):
             await stack.start()
     assert stack.pid("fairness") is None
+
+
+async def test_a_stack_whose_port_was_taken_is_started_again_on_other_ports(tmp_path: Path) -> None:
+    offsets = [stack_port_offset([FAIRNESS])]
+    while len(offsets) < 2:
+        offsets += [o for o in [stack_port_offset([FAIRNESS])] if o != offsets[0]]
+    built: list[Stack] = []
+
+    def build() -> Stack:
+        built.append(Stack([FAIRNESS], port_offset=offsets[len(built)], data_dir=tmp_path, echo=False))
+        return built[-1]
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", DEFAULT_PORTS["fairness"].grpc + offsets[0]))
+        taken.listen()
+        with pytest.raises(PortInUse):  # one attempt: the taken port is the answer
+            await start_on_free_ports(build, attempts=1)
+        built.clear()
+        stack = await start_on_free_ports(build)
+    try:
+        assert [s.port_offset for s in built] == offsets
+        assert stack is built[1]
+        assert await check_health(stack.health_address("fairness")) == "SERVING"
+    finally:
+        await stack.stop()
 
 
 def test_failure_reason_prefers_the_services_own_words() -> None:
