@@ -30,13 +30,18 @@ def backends(tmp_path: Path, chess: list[str]) -> tuple[Backends, Path]:
     return Backends(None, directory, RulesChannels(TransportSecurity.plaintext(), []), 1.0), path
 
 
-def test_a_match_on_a_shard_appended_since_the_last_read_is_routed(tmp_path: Path) -> None:
+async def test_a_match_on_a_shard_appended_since_the_last_read_is_routed(tmp_path: Path) -> None:
+    # (async: routing opens the shard's grpc.aio channel, which needs a running event loop, as in the
+    # gateway; a plain test only had one when an earlier test in its worker had left one behind)
     routes, path = backends(tmp_path, ["127.0.0.1:50060", "127.0.0.1:50260"])
     write_shards_file(path, {"chess": ["127.0.0.1:50060", "127.0.0.1:50260", "127.0.0.1:50460"]})
-    name, stub = routes.route(MATCH_ON_2)
-    assert name == "rules-chess shard 2"
-    assert isinstance(stub, rules_pb2_grpc.RulesServiceStub)
-    assert routes.shards["chess"][2] == "127.0.0.1:50460"
+    try:
+        name, stub = routes.route(MATCH_ON_2)
+        assert name == "rules-chess shard 2"
+        assert isinstance(stub, rules_pb2_grpc.RulesServiceStub)
+        assert routes.shards["chess"][2] == "127.0.0.1:50460"
+    finally:
+        await routes.channels.close()
 
 
 def test_a_shard_the_file_does_not_list_either_is_not_found(tmp_path: Path) -> None:
