@@ -179,13 +179,19 @@ class TransportSecurity:
         return self._channel_credentials
 
     def channel(
-        self, address: str, service: str, options: Sequence[tuple[str, object]] | None = None
+        self,
+        address: str,
+        service: str,
+        options: Sequence[tuple[str, object]] | None = None,
+        *,
+        retry: Sequence[dict[str, object]] = (),
     ) -> grpc.aio.Channel:
         """A channel to ``service`` (e.g. ``fairness``, ``rules-chess``) at ``address``: mutual TLS, the
         server's certificate checked against the service's name whatever the address is. ``address`` may
         name several replicas (a list of ``ip:port``, or ``dns:///name:port``): calls are then spread over
-        them (:func:`libs.runtime.targets.replica_target`)."""
-        target, balancing = replica_target(address)
+        them, and calls of the methods ``retry`` names tried again on ``UNAVAILABLE``
+        (:func:`libs.runtime.targets.replica_target`, :func:`~libs.runtime.targets.retry_policy`)."""
+        target, balancing = replica_target(address, retry)
         opts = [*(options or []), *balancing]
         if not self.is_mutual:
             return grpc.aio.insecure_channel(target, options=opts)

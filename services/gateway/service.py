@@ -38,13 +38,14 @@ from collections.abc import Mapping, Sequence
 import grpc
 from skillclassics.fairness.v1 import fairness_pb2_grpc
 from skillclassics.gateway.v1 import gateway_pb2, gateway_pb2_grpc
-from skillclassics.matchmaking.v1 import matchmaking_pb2_grpc
+from skillclassics.matchmaking.v1 import matchmaking_pb2, matchmaking_pb2_grpc
 
 from libs.match.routing import RulesChannels, ShardDirectory
 from libs.runtime import Service, ServiceConfig
 from libs.runtime import server as runtime_server
 from libs.runtime.config import env_int
 from libs.runtime.server import MAX_MESSAGE_BYTES
+from libs.runtime.targets import retry_policy
 from services.gateway.limits import Admission, TokenBuckets
 from services.gateway.presence import presence_settings
 from services.gateway.servicer import DEFAULT_MAX_CALLS, DEFAULT_MAX_STREAMS, Backends, GatewayServicer
@@ -60,6 +61,17 @@ def channel_options() -> list[tuple[str, object]]:
         ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
         *runtime_server.KEEPALIVE.channel_options(),
     ]
+
+
+LOBBY_RETRY = retry_policy(
+    matchmaking_pb2.DESCRIPTOR.services_by_name["MatchmakingService"].full_name,
+    ("CreateTable", "ListTables", "GetRatings", "GetMatchHistory", "ListFormations"),
+)
+"""The lobby calls gRPC tries again (on another matchmaking replica) when they end ``UNAVAILABLE``: reads,
+and ``CreateTable``, which a repeat answers unchanged (the same idempotency key returns the table the first
+one made). Not ``JoinTable``, ``EnterQueue``, ``LeaveTable``, ``LeaveQueue``, ``SaveFormation`` or
+``DeleteFormation``: a second delivery of one that had taken effect would be refused or answered
+differently, hiding that it had (the player sees ``UNAVAILABLE`` and looks)."""
 
 
 class GatewayService(Service):
@@ -102,7 +114,7 @@ class GatewayService(Service):
         lobby = None
         if self._matchmaking_address:
             self._matchmaking = self._config.tls.channel(
-                self._matchmaking_address, "matchmaking", options=channel_options()
+                self._matchmaking_address, "matchmaking", options=channel_options(), retry=[LOBBY_RETRY]
             )
             lobby = matchmaking_pb2_grpc.MatchmakingServiceStub(self._matchmaking)
         proofs = None

@@ -11,7 +11,7 @@ import pytest
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from libs.runtime.config import ConfigError
-from libs.runtime.targets import ROUND_ROBIN, replica_target
+from libs.runtime.targets import RETRY_ATTEMPTS, ROUND_ROBIN, replica_target, retry_policy
 from libs.runtime.tls import TransportSecurity
 from services.clock.service import ClockService
 from tests.support import backend_channel, start_in_process
@@ -85,6 +85,74 @@ async def test_calls_are_spread_over_every_replica_and_skip_one_that_is_gone() -
         await channel.close()
         await first.stop(0.2)
         await second.stop(0.2)
+
+
+def test_retry_policies_join_the_service_config_with_or_without_balancing() -> None:
+    policy = retry_policy("pkg.Svc", ["Read", "Put"])
+    read, put = {"service": "pkg.Svc", "method": "Read"}, {"service": "pkg.Svc", "method": "Put"}
+    assert policy["name"] == [read, put]
+    assert policy["retryPolicy"]["retryableStatusCodes"] == ["UNAVAILABLE"]  # type: ignore[index]
+    assert policy["retryPolicy"]["maxAttempts"] == RETRY_ATTEMPTS  # type: ignore[index]
+    _, options = replica_target("127.0.0.1:1,127.0.0.1:2", [policy])
+    config = json.loads(str(dict(options)["grpc.service_config"]))
+    assert config == {"loadBalancingConfig": [{"round_robin": {}}], "methodConfig": [policy]}
+    _, single = replica_target("matchmaking:50051", [policy])
+    assert json.loads(str(dict(single)["grpc.service_config"])) == {"methodConfig": [policy]}
+
+
+class _Hanging(health.aio.HealthServicer):  # type: ignore[misc]
+    """A replica whose Check never answers (the calls on it are in flight when it goes)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered = asyncio.Event()
+
+    async def Check(
+        self, request: health_pb2.HealthCheckRequest, context: grpc.aio.ServicerContext
+    ) -> health_pb2.HealthCheckResponse:
+        self.entered.set()
+        await asyncio.sleep(60)
+        return health_pb2.HealthCheckResponse()
+
+
+@pytest.mark.parametrize("retried", [True, False], ids=["retried", "not-retried"])
+async def test_a_call_in_flight_on_a_replica_that_goes_is_tried_again_on_the_next(retried: bool) -> None:
+    """Calls spread over a replica that hangs and one that answers; the hanging one goes away with calls
+    on it (its connections cut, as when its process is killed). A method with a retry policy ends well,
+    answered by the other replica; one without ends ``UNAVAILABLE``, as those calls did before."""
+    hanging = _Hanging()
+    gone = grpc.aio.server()
+    health_pb2_grpc.add_HealthServicer_to_server(hanging, gone)
+    gone_port = gone.add_insecure_port("127.0.0.1:0")
+    await gone.start()
+    other, other_port, _ = await _server()
+    retry = [retry_policy("grpc.health.v1.Health", ["Check"])] if retried else []
+    channel = TransportSecurity.plaintext().channel(
+        f"127.0.0.1:{gone_port},127.0.0.1:{other_port}", "test", retry=retry
+    )
+    try:
+        stub = health_pb2_grpc.HealthStub(channel)
+        await channel.channel_ready()
+        calls: list[asyncio.Future[health_pb2.HealthCheckResponse]] = []
+        for _ in range(40):  # calls until some are on the hanging replica (the other answers at once)
+            calls.append(asyncio.ensure_future(stub.Check(health_pb2.HealthCheckRequest(), timeout=10)))
+            await asyncio.sleep(0.05)
+            if hanging.entered.is_set() and len(calls) >= 4:
+                break
+        in_flight = [call for call in calls if not call.done()]
+        assert in_flight, "no call reached the hanging replica"
+        await gone.stop(None)  # at once: the calls on it are cut
+        ends = await asyncio.gather(*calls, return_exceptions=True)
+        codes = [e.code() if isinstance(e, grpc.aio.AioRpcError) else grpc.StatusCode.OK for e in ends]
+        if retried:
+            assert codes == [grpc.StatusCode.OK] * len(calls)
+        else:
+            assert grpc.StatusCode.UNAVAILABLE in codes
+            assert set(codes) <= {grpc.StatusCode.OK, grpc.StatusCode.UNAVAILABLE}
+    finally:
+        await channel.close()
+        await gone.stop(None)
+        await other.stop(0.2)
 
 
 async def test_a_server_with_a_connection_age_closes_connections_but_not_the_calls_on_them(
